@@ -1,0 +1,1 @@
+"""What runs underneath: local services (Kafka, metastore, Thrift, Airflow) and JVM jars."""

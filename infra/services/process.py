@@ -1,0 +1,143 @@
+"""Detached local processes with PID files: start, liveness, graceful stop.
+
+Every service and detached job that Tidewater starts is recorded as ``run/<name>.pid`` under the
+data folder, with its output in ``logs/<name>.log``. A PID file whose process is gone, or whose
+process has another command line (PID reuse), counts as not running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ManagedProcess:
+    name: str
+    run_dir: Path
+    log_dir: Path
+
+    @property
+    def pid_file(self) -> Path:
+        return self.run_dir / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.log_dir / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        """PID of the live process, or None (stale PID files are removed)."""
+        try:
+            pid = int(self.pid_file.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+        if not pid_alive(pid) or not _cmdline_matches(pid, self.pid_file):
+            self.pid_file.unlink(missing_ok=True)
+            return None
+        return pid
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+        """Start ``argv`` detached (own session), append output to the log, write the PID file."""
+        existing = self.pid()
+        if existing:
+            return existing
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+            )
+        self.pid_file.write_text(f"{proc.pid}\n{_marker(argv)}\n")
+        return proc.pid
+
+    def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> bool:
+        """Send ``sig`` to the process group, wait, then SIGKILL. True if something was stopped."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        _signal_group(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and pid_alive(pid):
+            time.sleep(0.2)
+        if pid_alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+            wait_until(lambda: not pid_alive(pid), 10)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+
+def _marker(argv: Sequence[str]) -> str:
+    """A stable fragment of the command line, used to detect PID reuse."""
+    return max((a for a in argv), key=len)[-120:]
+
+
+def _cmdline_matches(pid: int, pid_file: Path) -> bool:
+    try:
+        marker = pid_file.read_text().splitlines()[1]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (IndexError, FileNotFoundError, PermissionError):
+        return True
+    return marker in cmdline
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        return state != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(os.getpgid(pid), sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(check: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(interval)
+    return check()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,1 @@
+"""Tidewater's definitions: what the data is (pipelines, contracts, config, catalog, CLI)."""

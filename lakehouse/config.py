@@ -1,0 +1,199 @@
+"""Typed Tidewater configuration: one YAML file plus environment overrides.
+
+The file is ``tidewater.yml`` in the working directory, or the path in ``TIDEWATER_CONFIG``.
+Environment variables override single keys (see ``ENV_OVERRIDES``). Every problem raises
+:class:`ConfigError` naming the key, what it holds and the form that is expected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from lakehouse.errors import ConfigError
+
+MODES = ("lambda", "kappa")
+ENV_OVERRIDES = {
+    "TIDEWATER_DATA_DIR": "data_dir",
+    "TIDEWATER_MODE": "mode",
+    "TIDEWATER_KAFKA_BOOTSTRAP": "kafka.bootstrap_servers",
+    "TIDEWATER_KAFKA_PORT": "kafka.port",
+    "TIDEWATER_KAFKA_CONTROLLER_PORT": "kafka.controller_port",
+    "TIDEWATER_SPARK_MASTER": "spark.master",
+    "TIDEWATER_METASTORE_PORT": "metastore.port",
+    "TIDEWATER_THRIFT_PORT": "thrift.port",
+    "TIDEWATER_AIRFLOW_PORT": "airflow.port",
+}
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
+_OFFSETS = ("earliest", "latest")
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    controller_port: int = 9093
+    partitions: int = 4
+    retention_ms: int = 604_800_000
+    starting_offsets: str = "earliest"
+    bootstrap_servers: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return self.bootstrap_servers or f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    driver_memory: str = "2g"
+    shuffle_partitions: int = 4
+    trigger_seconds: int = 5
+
+
+@dataclass(frozen=True)
+class HostPort:
+    host: str = "127.0.0.1"
+    port: int = 0
+
+
+@dataclass(frozen=True)
+class AirflowConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    batch_schedule: str = "@hourly"
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    max_lag_records: int = 0
+
+
+@dataclass(frozen=True)
+class TidewaterConfig:
+    data_dir: Path = Path(".tidewater")
+    mode: str = "lambda"
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    metastore: HostPort = field(default_factory=lambda: HostPort(port=1527))
+    thrift: HostPort = field(default_factory=lambda: HostPort(port=10000))
+    airflow: AirflowConfig = field(default_factory=AirflowConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str = "<defaults>"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["data_dir"] = str(self.data_dir)
+        out["kafka"]["bootstrap_servers"] = self.kafka.bootstrap
+        return out
+
+
+def _coerce(key: str, value: Any, typ: Any, default: Any) -> Any:
+    """Convert one raw value to the field's type, or raise a ConfigError that names the key."""
+    type_name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    if "int" == type_name:
+        if isinstance(value, bool):
+            raise ConfigError(key, value, "an integer, e.g. 4")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(key, value, "an integer, e.g. 4") from None
+    if "str" == type_name:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(key, value, "a string")
+        return str(value)
+    if "Path" == type_name:
+        if not isinstance(value, (str, Path)) or not str(value):
+            raise ConfigError(key, value, "a folder path, e.g. .tidewater")
+        return Path(value)
+    if is_dataclass(default):
+        if not isinstance(value, dict):
+            raise ConfigError(key, value, f"a mapping with keys {[f.name for f in fields(default)]}")
+        return _build(type(default), value, prefix=f"{key}.", base=default)
+    if "dict" in type_name:
+        if not isinstance(value, dict):
+            raise ConfigError(key, value, "a mapping, e.g. {sensor_readings: {watermark: '5 minutes'}}")
+        return value
+    return value
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str = "", base: Any = None) -> Any:
+    base = base if base is not None else cls()
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, value in raw.items():
+        if key not in known or key == "source":
+            raise ConfigError(
+                f"{prefix}{key}", value, f"one of the known keys: {', '.join(k for k in known if k != 'source')}"
+            )
+        kwargs[key] = _coerce(f"{prefix}{key}", value, known[key].type, getattr(base, key))
+    return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, **kwargs})
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: str) -> None:
+    node = raw
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+    node[leaf] = value
+
+
+def _validate(cfg: TidewaterConfig) -> None:
+    if cfg.mode not in MODES:
+        raise ConfigError("mode", cfg.mode, "'lambda' or 'kappa'")
+    if not _MASTER.match(cfg.spark.master):
+        raise ConfigError(
+            "spark.master", cfg.spark.master, "local[*], local[N], spark://HOST:PORT, k8s://URL or yarn"
+        )
+    if cfg.kafka.starting_offsets not in _OFFSETS:
+        raise ConfigError("kafka.starting_offsets", cfg.kafka.starting_offsets, "'earliest' or 'latest'")
+    if cfg.kafka.partitions < 1:
+        raise ConfigError("kafka.partitions", cfg.kafka.partitions, "an integer >= 1")
+    for key, port in (
+        ("kafka.port", cfg.kafka.port),
+        ("kafka.controller_port", cfg.kafka.controller_port),
+        ("metastore.port", cfg.metastore.port),
+        ("thrift.port", cfg.thrift.port),
+        ("airflow.port", cfg.airflow.port),
+    ):
+        if not 1 <= port <= 65535:
+            raise ConfigError(key, port, "a TCP port between 1 and 65535")
+    if cfg.spark.trigger_seconds < 0:
+        raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
+    if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
+        raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> TidewaterConfig:
+    """Load ``tidewater.yml`` (or ``path``/``$TIDEWATER_CONFIG``), apply env overrides, validate."""
+    import yaml
+
+    env = dict(os.environ if env is None else env)
+    explicit = path or env.get("TIDEWATER_CONFIG")
+    cfg_path = Path(explicit) if explicit else Path("tidewater.yml")
+    raw: dict[str, Any] = {}
+    if cfg_path.exists():
+        try:
+            loaded = yaml.safe_load(cfg_path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise ConfigError(str(cfg_path), "<file>", f"valid YAML (parse error{where})") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(str(cfg_path), type(loaded).__name__, "a YAML mapping of keys")
+        raw = loaded
+    elif explicit:
+        raise ConfigError("TIDEWATER_CONFIG", str(cfg_path), "the path of an existing YAML file")
+    for var, dotted in ENV_OVERRIDES.items():
+        if env.get(var):
+            _set_dotted(raw, dotted, env[var])
+    cfg = _build(TidewaterConfig, raw)
+    data_dir = cfg.data_dir if cfg.data_dir.is_absolute() else (cfg_path.resolve().parent / cfg.data_dir)
+    cfg = TidewaterConfig(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, "data_dir": data_dir,
+                             "source": str(cfg_path.resolve()) if cfg_path.exists() else "<defaults>"})
+    _validate(cfg)
+    return cfg

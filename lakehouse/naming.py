@@ -1,0 +1,79 @@
+"""The one place where table names, topic names and on-disk paths are derived.
+
+Layout under ``data_dir``::
+
+    kafka/            broker log (KRaft metadata + topic partitions)
+    metastore/        Derby network-server home (the Hive metastore database)
+    warehouse/        Spark SQL warehouse: one folder per Delta table
+    checkpoints/<pipeline>/<query>_v<N>/   one per streaming query version, never reused
+    run/              PID files of local services and detached jobs
+    logs/             service and job logs
+    secrets/          generated credentials (mode 0600)
+    docs/             Great Expectations Data Docs
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lakehouse.config import TidewaterConfig
+
+LAYERS = ("bronze", "quarantine", "speed", "batch", "serving", "ops")
+OPS_TABLES = ("stream_progress", "batch_runs", "reconciliation", "query_versions")
+
+
+def table(layer: str, pipeline: str) -> str:
+    """Fully qualified name of a pipeline's table in a layer, e.g. ``bronze.sensor_readings``."""
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}; expected one of {LAYERS}")
+    return f"{layer}.{pipeline}"
+
+
+def speed_table(pipeline: str, version: int = 1) -> str:
+    """Speed results of one query version: v1 is ``speed.<p>``, later replays ``speed.<p>__v<N>``."""
+    return f"speed.{pipeline}" if version == 1 else f"speed.{pipeline}__v{version}"
+
+
+def ops_table(name: str) -> str:
+    if name not in OPS_TABLES:
+        raise ValueError(f"unknown ops table {name!r}; expected one of {OPS_TABLES}")
+    return f"ops.{name}"
+
+
+def staging_table(layer: str, pipeline: str) -> str:
+    return f"{layer}.{pipeline}__staging"
+
+
+def topic_for(pipeline_topic: str) -> str:
+    return pipeline_topic
+
+
+def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int) -> Path:
+    """Checkpoint of one query version. A new version always gets a new folder."""
+    return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}"
+
+
+def txn_app_id(pipeline: str, query: str, version: int) -> str:
+    """Delta ``txnAppId`` for idempotent writes; tied to the query version (never reused)."""
+    return f"tidewater.{pipeline}.{query}.v{version}"
+
+
+def warehouse_dir(cfg: TidewaterConfig) -> Path:
+    return cfg.data_dir / "warehouse"
+
+
+def run_dir(cfg: TidewaterConfig) -> Path:
+    return cfg.data_dir / "run"
+
+
+def logs_dir(cfg: TidewaterConfig) -> Path:
+    return cfg.data_dir / "logs"
+
+
+def secrets_dir(cfg: TidewaterConfig) -> Path:
+    return cfg.data_dir / "secrets"
+
+
+def jars_dir(kind: str) -> Path:
+    """Jars fetched by Maven (see infra/pom.xml): ``spark``, ``kafka`` or ``metastore``."""
+    return Path(__file__).resolve().parent.parent / ".cache" / "jars" / kind

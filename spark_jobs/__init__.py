@@ -1,0 +1,1 @@
+"""How data moves: pure transforms, Kafka/Delta adapters and thin job entry points."""
