@@ -52,6 +52,7 @@ class SparkConfig:
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
     trigger_seconds: int = 5
+    max_offsets_per_trigger: int = 200_000
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,8 @@ def _validate(cfg: TidewaterConfig) -> None:
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
+    if cfg.spark.max_offsets_per_trigger < 1:
+        raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if cfg.spark.trigger_seconds < 0:
         raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
     if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):

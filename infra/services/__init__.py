@@ -1,0 +1,11 @@
+"""Local services managed by ``tidewater up|down|status``, in start order.
+
+Each module exposes ``start(cfg)``, ``stop(cfg)``, ``healthy(cfg)`` and ``status(cfg)``.
+"""
+
+SERVICE_MODULES = (
+    "infra.services.metastore",
+    "infra.services.kafka_broker",
+    "infra.services.thrift_server",
+    "infra.services.airflow",
+)

@@ -1,0 +1,36 @@
+"""Fetch Tidewater's JVM jars with Maven (infra/pom.xml) into .cache/jars, once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from lakehouse import naming
+from lakehouse.errors import ServiceError
+
+INFRA = Path(__file__).resolve().parent
+
+
+def jars_ready() -> bool:
+    spark = naming.jars_dir("spark")
+    return (
+        any(spark.glob("delta-spark_*.jar")) and any(spark.glob("spark-sql-kafka-*.jar"))
+        and any(spark.glob("tidewater-kafka-token-shim-*.jar"))
+        and any(naming.jars_dir("kafka").glob("kafka_2.13-*.jar"))
+        and any(naming.jars_dir("metastore").glob("derbynet-*.jar"))
+    )
+
+
+def fetch_jars(force: bool = False) -> bool:
+    """Run ``mvn package`` on infra/pom.xml unless the jars are already cached. True if it ran."""
+    if jars_ready() and not force:
+        return False
+    if not shutil.which("mvn"):
+        raise ServiceError("setup: 'mvn' not found; install Maven (apt-get install maven) and retry")
+    cmd = ["mvn", "-B", "-q", "-s", str(INFRA / "maven" / "settings.xml"), "-f", str(INFRA / "pom.xml"), "package"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join(result.stdout.splitlines()[-15:])
+        raise ServiceError(f"setup: Maven could not fetch the jars:\n{tail}")
+    return True

@@ -1,0 +1,62 @@
+"""The ``tidewater`` command line: the single wiring point from user commands to jobs/services.
+
+Each command group lives in ``lakehouse/commands/<group>.py`` and exposes ``register(sub)``.
+Errors a user can fix are printed as one line (``tidewater: ...``) with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from lakehouse.errors import TidewaterError
+
+COMMAND_MODULES = (
+    "lakehouse.commands.stack",      # setup, up, down, status, config show
+    "lakehouse.commands.produce",    # produce
+    "lakehouse.commands.speed",      # speed start|stop|status|run
+    "lakehouse.commands.layers",     # batch, replay, reconcile, sql
+    "lakehouse.commands.quality",    # check
+    "lakehouse.commands.bench",      # bench
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, with the fix
+        self.exit(2, f"tidewater: {message} (see 'tidewater {self.prog.split(' ', 1)[-1]} --help')\n"
+                  if " " in self.prog else f"tidewater: {message} (see 'tidewater --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tidewater", description="Tidewater: exact streaming numbers on Kafka, Spark and Delta.")
+    parser.add_argument("--config", help="path of tidewater.yml (default: ./tidewater.yml or $TIDEWATER_CONFIG)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.handler(args)
+    except TidewaterError as exc:
+        print(f"tidewater: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tidewater: interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

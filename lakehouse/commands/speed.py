@@ -1,0 +1,143 @@
+"""``tidewater speed start|stop|status|run <pipeline>``: the detached speed-layer job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from lakehouse import naming
+from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+
+
+def speed_process(cfg: TidewaterConfig, pipeline: str, version: int = 1) -> Any:
+    from infra.services.process import ManagedProcess
+
+    suffix = "" if version == 1 else f"-v{version}"
+    return ManagedProcess(f"speed-{pipeline}{suffix}", naming.run_dir(cfg), naming.logs_dir(cfg))
+
+
+def active_version_file(cfg: TidewaterConfig, pipeline: str) -> int:
+    """The serving (active) speed version, as recorded by replay switches (default 1)."""
+    path = naming.run_dir(cfg).parent / "versions" / f"{pipeline}.active"
+    try:
+        return int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return 1
+
+
+def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None, queries: str = "ingest,speed",
+                starting_offsets: str | None = None, wait: float = 120.0) -> int:
+    """Start the job detached (PID file + log). Idempotent: a running copy is left alone."""
+    version = version or active_version_file(cfg, pipeline)
+    proc = speed_process(cfg, pipeline, version)
+    if proc.running():
+        return int(proc.pid())
+    argv = [sys.executable, "-m", "spark_jobs.speed", pipeline, "--version", str(version), "--queries", queries]
+    if starting_offsets:
+        argv += ["--starting-offsets", starting_offsets]
+    pid = proc.start(argv)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if "running queries" in proc.tail(50):
+            return pid
+        if not proc.running():
+            raise TidewaterError(f"speed: {pipeline} exited during start; log {proc.log_file}:\n{proc.tail(15)}")
+        time.sleep(1)
+    return pid
+
+
+def stop_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None) -> bool:
+    """Graceful stop (SIGTERM: queries stop, progress is flushed), SIGKILL after 90 s."""
+    return bool(speed_process(cfg, pipeline, version or active_version_file(cfg, pipeline)).stop(timeout=90))
+
+
+def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
+    from infra.services.process import ManagedProcess
+
+    stopped = []
+    for pid_file in sorted(naming.run_dir(cfg).glob("speed-*.pid")):
+        if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90):
+            stopped.append(pid_file.stem)
+    return stopped
+
+
+def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
+    """Running?, last batch time, watermark, rates and consumer lag per partition (from ops)."""
+    from spark_jobs.io.kafka_admin import offsets
+    from lakehouse.pipeline import load_pipeline
+
+    p = load_pipeline(pipeline, cfg.pipelines)
+    version = active_version_file(cfg, pipeline)
+    proc = speed_process(cfg, pipeline, version)
+    out: dict[str, Any] = {"pipeline": pipeline, "version": version, "running": proc.running(), "pid": proc.pid(),
+                           "log": str(proc.log_file)}
+    last = _last_progress(cfg, pipeline)
+    out.update(last)
+    committed = parse_offsets(last.get("end_offsets")).get(p.topic, {})
+    try:
+        ends = offsets(cfg, p.topic)
+        out["lag"] = {str(part): end - int(committed.get(str(part), begin)) for part, (begin, end) in ends.items()}
+    except Exception as exc:  # broker down: say so instead of failing the status
+        out["lag"] = f"unavailable ({exc.__class__.__name__})"
+    return out
+
+
+def parse_offsets(text: str | None) -> dict[str, Any]:
+    """Kafka source offsets JSON ({topic: {partition: offset}}); {} when absent or unreadable."""
+    import ast
+
+    if not text:
+        return {}
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        try:
+            return dict(ast.literal_eval(text))
+        except (ValueError, SyntaxError):
+            return {}
+
+
+def _last_progress(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
+    """Latest row of ops.stream_progress for the speed query, read straight from the Delta log."""
+    from spark_jobs.io.ops_reader import latest_progress
+
+    return latest_progress(cfg, pipeline)
+
+
+def cmd_speed(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    if args.action == "start":
+        progress(f"starting speed layer for {p.name} …")
+        pid = start_speed(cfg, p.name, args.version)
+        print(f"speed {p.name}: running (pid {pid}); log {speed_process(cfg, p.name, args.version or active_version_file(cfg, p.name)).log_file}")
+    elif args.action == "stop":
+        print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p.name, args.version) else 'was not running'}")
+    elif args.action == "run":
+        from spark_jobs.speed import run
+
+        run(cfg, p, args.version or active_version_file(cfg, p.name), ["ingest", "speed"])
+    else:
+        st = speed_status(cfg, p.name)
+        if args.json:
+            print(json.dumps(st, indent=2, default=str))
+        else:
+            for key in ("pipeline", "version", "running", "pid", "last_batch_time", "watermark",
+                        "input_rows_per_second", "processed_rows_per_second", "lag", "log"):
+                print(f"{key:<26} {st.get(key)}")
+        return 0 if st["running"] else 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("speed", help="start, stop or inspect a pipeline's streaming job")
+    p.add_argument("action", choices=["start", "stop", "status", "run"])
+    add_pipeline_arg(p)
+    p.add_argument("--version", type=int, help="query version (default: the active one)")
+    p.add_argument("--json", action="store_true", help="status as JSON")
+    p.set_defaults(handler=cmd_speed)

@@ -1,0 +1,119 @@
+"""``tidewater setup|up|down|status|config show``: the local stack's lifecycle."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import time
+from typing import Any
+
+from lakehouse.commands import config_from, progress
+from lakehouse.config import TidewaterConfig
+
+
+def _services() -> list[Any]:
+    from infra.services import SERVICE_MODULES
+
+    out = []
+    for name in SERVICE_MODULES:
+        try:
+            out.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return out
+
+
+def create_topics(cfg: TidewaterConfig) -> list[str]:
+    """Create every pipeline's topic (idempotent) with the configured partitions and retention."""
+    from spark_jobs.io.kafka_admin import ensure_topic
+    from lakehouse.pipeline import available_pipelines, load_pipeline
+
+    made = []
+    for name in available_pipelines():
+        p = load_pipeline(name, cfg.pipelines)
+        if ensure_topic(cfg, p.topic):
+            made.append(p.topic)
+    return made
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from infra.jars import fetch_jars
+
+    progress("fetching JVM jars with Maven (Delta, Kafka connector, Kafka broker, Derby) …")
+    started = time.monotonic()
+    ran = fetch_jars(force=args.force)
+    print(f"jars {'fetched' if ran else 'already cached'} in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from infra.jars import fetch_jars
+
+    cfg = config_from(args)
+    if fetch_jars():
+        progress("fetched JVM jars")
+    for svc in _services():
+        if getattr(svc, "enabled", lambda c: True)(cfg) and not (args.only and svc.__name__.split(".")[-1] not in args.only):
+            progress(f"starting {svc.__name__.split('.')[-1]} …")
+            svc.start(cfg)
+    made = create_topics(cfg)
+    if made:
+        progress(f"created topics {', '.join(made)}")
+    return cmd_status(args)
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from lakehouse.commands.speed import stop_all_speed
+
+    cfg = config_from(args)
+    for name in stop_all_speed(cfg):
+        print(f"stopped speed job {name}")
+    for svc in reversed(_services()):
+        if svc.stop(cfg):
+            print(f"stopped {svc.__name__.split('.')[-1]}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    rows = [svc.status(cfg) for svc in _services() if getattr(svc, "enabled", lambda c: True)(cfg)]
+    if getattr(args, "json", False):
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        for row in rows:
+            state = "healthy" if row["healthy"] else ("running, unhealthy" if row.get("pid") else "down")
+            extra = "  ".join(f"{k}={v}" for k, v in row.items() if k not in ("service", "healthy", "pid", "log"))
+            print(f"{row['service']:<10} {state:<18} pid={row.get('pid') or '-':<8} {extra}")
+    return 0 if all(r["healthy"] for r in rows) else 1
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    import yaml
+
+    cfg = config_from(args)
+    print(f"# source: {cfg.source}")
+    data = cfg.as_dict()
+    data.pop("source", None)
+    print(yaml.safe_dump(data, sort_keys=False).rstrip())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("setup", help="fetch JVM jars with Maven into .cache/jars (idempotent)")
+    p.add_argument("--force", action="store_true", help="run Maven even if jars are cached")
+    p.set_defaults(handler=cmd_setup)
+    p = sub.add_parser("up", help="start the local stack (metastore, Kafka, Thrift, Airflow) and create topics")
+    p.add_argument("--only", nargs="*", help="start only these services (e.g. kafka_broker metastore)")
+    p.set_defaults(handler=cmd_up, json=False)
+    p = sub.add_parser("down", help="stop speed jobs and every local service")
+    p.set_defaults(handler=cmd_down)
+    p = sub.add_parser("status", help="health of every local service")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_status)
+    p = sub.add_parser("config", help="configuration")
+    csub = p.add_subparsers(dest="config_command", metavar="show")
+    csub.required = True
+    s = csub.add_parser("show", help="print the effective configuration (file + environment)")
+    s.set_defaults(handler=cmd_config_show)

@@ -1,0 +1,124 @@
+"""Table contracts: schema, grain (keys), partitioning and owner of every table, in one place.
+
+Tables are created with ``CREATE TABLE IF NOT EXISTS`` so every job can call ``ensure_*``.
+The contract is also stored in the table properties (``tidewater.grain``, ``tidewater.owner``)
+so a BI user can read it with ``SHOW TBLPROPERTIES``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakehouse import naming
+from lakehouse.pipeline import FIELD_TYPES, Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    grain: tuple[str, ...]
+    partitioned_by: tuple[str, ...] = ()
+    owner: str = "tidewater"
+    properties: tuple[tuple[str, str], ...] = ()
+
+    def ddl(self) -> str:
+        cols = ", ".join(f"`{c}` {t}" for c, t in self.columns)
+        part = f" PARTITIONED BY ({', '.join(self.partitioned_by)})" if self.partitioned_by else ""
+        props = {"tidewater.owner": self.owner, "tidewater.grain": ",".join(self.grain), **dict(self.properties)}
+        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols}) USING delta{part} TBLPROPERTIES ({tbl})"
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c for c, _ in self.columns]
+
+
+KAFKA_META = (("kafka_topic", "string"), ("kafka_partition", "int"), ("kafka_offset", "bigint"),
+              ("kafka_timestamp", "timestamp"), ("ingest_time", "timestamp"))
+
+
+def _event_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
+    return tuple((f, FIELD_TYPES[t]) for f, t in p.schema.items())
+
+
+def aggregate_type(p: Pipeline, fn: str, column: str | None) -> str:
+    if fn in ("count", "approx_distinct"):
+        return "bigint"
+    if fn == "avg":
+        return "double"
+    src = FIELD_TYPES[p.schema[str(column)]]
+    if fn == "sum":
+        return "double" if src == "double" else "bigint"
+    return src
+
+
+def window_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
+    keys = tuple((k, FIELD_TYPES[p.schema[k]]) for k in p.keys)
+    aggs = tuple((a.name, aggregate_type(p, a.fn, a.column)) for a in p.aggregates)
+    return (*keys, ("window_start", "timestamp"), ("window_end", "timestamp"), *aggs, ("max_event_time", "timestamp"))
+
+
+def bronze(p: Pipeline) -> Contract:
+    """Every valid event exactly once, with its Kafka position: the master dataset."""
+    return Contract(
+        naming.table("bronze", p.name),
+        (*_event_columns(p), ("event_time", "timestamp"), *KAFKA_META, ("event_date", "date")),
+        grain=("kafka_topic", "kafka_partition", "kafka_offset"), partitioned_by=("event_date",), owner=p.owner,
+        properties=(("delta.enableChangeDataFeed", "true"), ("delta.appendOnly", "true")),
+    )
+
+
+def quarantine(p: Pipeline) -> Contract:
+    """Every unusable record with its raw value and the reason it was rejected."""
+    return Contract(
+        naming.table("quarantine", p.name),
+        (("raw_value", "string"), *KAFKA_META[:4], ("reason_code", "string"), ("reason", "string"),
+         ("ingest_time", "timestamp")),
+        grain=("kafka_topic", "kafka_partition", "kafka_offset"), owner=p.owner,
+    )
+
+
+def speed(p: Pipeline, version: int = 1) -> Contract:
+    """Provisional windowed results, upserted each micro-batch; ``is_final`` once the watermark passed."""
+    return Contract(
+        naming.speed_table(p.name, version),
+        (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean")),
+        grain=p.grain, owner=p.owner,
+    )
+
+
+def batch(p: Pipeline) -> Contract:
+    """Exact windowed results recomputed from bronze, for windows ending at or before the cutoff."""
+    return Contract(
+        naming.table("batch", p.name),
+        (*window_columns(p), ("computed_at", "timestamp"), ("run_id", "string"), ("bronze_version", "bigint")),
+        grain=p.grain, owner=p.owner,
+    )
+
+
+STREAM_PROGRESS = Contract(
+    naming.ops_table("stream_progress"),
+    (("pipeline", "string"), ("query", "string"), ("query_version", "int"), ("run_id", "string"),
+     ("batch_id", "bigint"), ("batch_time", "timestamp"), ("input_rows", "bigint"),
+     ("input_rows_per_second", "double"), ("processed_rows_per_second", "double"), ("batch_duration_ms", "bigint"),
+     ("watermark", "timestamp"), ("state_rows", "bigint"), ("rows_dropped_by_watermark", "bigint"),
+     ("end_offsets", "string"), ("latest_offsets", "string"), ("recorded_at", "timestamp")),
+    grain=("pipeline", "query", "query_version", "run_id", "batch_id"),
+)
+
+QUERY_VERSIONS = Contract(
+    naming.ops_table("query_versions"),
+    (("pipeline", "string"), ("version", "int"), ("speed_table", "string"), ("status", "string"),
+     ("created_at", "timestamp"), ("activated_at", "timestamp"), ("retired_at", "timestamp")),
+    grain=("pipeline", "version"),
+)
+
+
+def ensure(spark: SparkSession, *contracts: Contract) -> None:
+    for contract in contracts:
+        spark.sql(contract.ddl())

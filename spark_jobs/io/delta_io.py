@@ -1,0 +1,44 @@
+"""Delta Lake writes used by the jobs: idempotent appends and idempotent MERGE upserts.
+
+Streaming appends carry ``txnAppId``/``txnVersion`` (the micro-batch id), so a micro-batch that
+Spark replays after a crash is skipped by Delta instead of written twice. The app id is tied to
+the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always means a new id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> None:
+    """Append ``df`` unless transaction ``(app_id, version)`` was already committed to ``table``."""
+    (df.write.format("delta").mode("append")
+     .option("txnAppId", app_id).option("txnVersion", version).saveAsTable(table))
+
+
+def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[str],
+                 newer_than: str | None = None) -> None:
+    """Upsert ``df`` into ``table`` on ``keys`` (null-safe). Rows carry absolute values, so
+    re-running the same MERGE leaves the table unchanged. ``newer_than`` (a column) skips updates
+    that would replace a row with an older one."""
+    from delta.tables import DeltaTable
+
+    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    update_cond = f"s.`{newer_than}` >= t.`{newer_than}`" if newer_than else None
+    (DeltaTable.forName(spark, table).alias("t").merge(df.alias("s"), cond)
+     .whenMatchedUpdateAll(condition=update_cond).whenNotMatchedInsertAll().execute())
+
+
+def table_version(spark: SparkSession, table: str) -> int:
+    """Latest commit version of a Delta table."""
+    from delta.tables import DeltaTable
+
+    return int(DeltaTable.forName(spark, table).history(1).collect()[0]["version"])
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))

@@ -1,0 +1,46 @@
+"""Kafka topic administration and offset queries (kafka-python), for the CLI and replay checks."""
+
+from __future__ import annotations
+
+from lakehouse.config import TidewaterConfig
+
+
+def topic_retention_ms(cfg: TidewaterConfig) -> int:
+    """Kappa mode keeps the log forever (the log is the source of truth)."""
+    return -1 if cfg.mode == "kappa" else cfg.kafka.retention_ms
+
+
+def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None) -> bool:
+    """Create ``topic`` if missing. True if it was created."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
+    try:
+        if topic in admin.list_topics():
+            return False
+        new = NewTopic(topic, num_partitions=partitions or cfg.kafka.partitions, replication_factor=1,
+                       topic_configs={"retention.ms": str(topic_retention_ms(cfg))})
+        try:
+            admin.create_topics([new])
+        except TopicAlreadyExistsError:
+            return False
+        return True
+    finally:
+        admin.close()
+
+
+def offsets(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (earliest retained offset, end offset)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=cfg.kafka.bootstrap, enable_auto_commit=False)
+    try:
+        parts = consumer.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        begin = consumer.beginning_offsets(tps)
+        end = consumer.end_offsets(tps)
+        return {tp.partition: (begin[tp], end[tp]) for tp in tps}
+    finally:
+        consumer.close()

@@ -1,0 +1,189 @@
+"""Speed layer entry point: one long-running Spark application per pipeline (and query version).
+
+Two streaming queries read the pipeline's topic:
+
+* ``ingest``: parse and classify every record; valid events are appended to ``bronze.<p>``,
+  unusable ones to ``quarantine.<p>``, both idempotently (txnAppId/txnVersion = micro-batch id).
+* ``speed``: valid events -> watermark -> dedup on event id within the watermark -> the shared
+  windowed aggregation -> MERGE into ``speed.<p>[__vN]`` (update mode; sessions: append mode).
+
+Each query has its own checkpoint ``checkpoints/<p>/<query>_v<N>``. A replay (Kappa) runs only
+the ``speed`` query into a new version. SIGTERM stops the queries gracefully.
+
+Run: ``python -m spark_jobs.speed <pipeline> [--version N] [--queries ingest,speed]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import signal
+import sys
+import time
+from typing import Any
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig, load_config
+from lakehouse.pipeline import Pipeline, load_pipeline
+
+
+class SpeedMerge:
+    """foreachBatch sink of the ``speed`` query: MERGE windows, then mark finalized ones."""
+
+    def __init__(self, spark: Any, p: Pipeline, table: str) -> None:
+        self.spark, self.p, self.table = spark, p, table
+        self.append_mode = p.window.type == "session"
+        row = spark.sql(f"SELECT max(max_event_time) AS m FROM {table}").collect()[0]
+        self.max_event_time = row["m"]
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from spark_jobs.io.delta_io import merge_upsert
+
+        df = df.persist()
+        try:
+            top = df.agg(F.max("max_event_time")).collect()[0][0]
+            if top is not None and (self.max_event_time is None or top > self.max_event_time):
+                self.max_event_time = top
+            rows = df.select(
+                *df.columns, F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
+                F.lit(self.append_mode).alias("is_final"),
+            )
+            merge_upsert(self.spark, rows, self.table, self.p.grain, newer_than="batch_id")
+        finally:
+            df.unpersist()
+        self.finalize()
+
+    def watermark_expr(self) -> str | None:
+        if self.max_event_time is None:
+            return None
+        return f"timestamp'{self.max_event_time.isoformat(sep=' ')}' - INTERVAL {self.p.watermark_seconds} SECONDS"
+
+    def finalize(self) -> None:
+        """Windows whose end the watermark has passed will never change again in the stream."""
+        wm = self.watermark_expr()
+        if wm is not None and not self.append_mode:
+            self.spark.sql(f"UPDATE {self.table} SET is_final = true WHERE NOT is_final AND window_end <= {wm}")
+
+
+def ingest_writer(p: Pipeline, version: int) -> Any:
+    """foreachBatch sink of the ``ingest`` query: bronze and quarantine, each exactly once."""
+    from spark_jobs.io.delta_io import idempotent_append
+    from spark_jobs.transforms.parse import quarantined, valid_events
+
+    bronze_app = naming.txn_app_id(p.name, "bronze", version)
+    quarantine_app = naming.txn_app_id(p.name, "quarantine", version)
+
+    def _write(df: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        df = df.persist()
+        try:
+            bronze = valid_events(df).withColumn("event_date", F.to_date("event_time"))
+            idempotent_append(bronze, naming.table("bronze", p.name), bronze_app, batch_id)
+            idempotent_append(quarantined(df), naming.table("quarantine", p.name), quarantine_app, batch_id)
+        finally:
+            df.unpersist()
+
+    return _write
+
+
+def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                  starting_offsets: str | None = None) -> dict[str, Any]:
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+    from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
+
+    contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
+                     contracts.STREAM_PROGRESS)
+    trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
+    queries: dict[str, Any] = {}
+    if "ingest" in which:
+        classified = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
+        queries["ingest"] = (
+            classified.writeStream.queryName(f"{p.name}_ingest_v{version}").foreachBatch(ingest_writer(p, version))
+            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "ingest", version)))
+            .trigger(**trigger).start()
+        )
+    if "speed" in which:
+        events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
+        windows = (valid_events(events).transform(with_watermark_dedup(p))
+                   .transform(windowed_aggregate(p, streaming=True)))
+        sink = SpeedMerge(spark, p, naming.speed_table(p.name, version))
+        queries["speed"] = (
+            windows.writeStream.queryName(f"{p.name}_speed_v{version}")
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(sink)
+            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "speed", version)))
+            .trigger(**trigger).start()
+        )
+    return queries
+
+
+def acquire_lock(cfg: TidewaterConfig, pipeline: str, version: int) -> Any:
+    """One copy per pipeline and version, whoever starts it: an exclusive flock held for life."""
+    path = naming.run_dir(cfg) / f"speed-{pipeline}-v{version}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "w")  # noqa: SIM115 - held open for the process lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"speed: {pipeline} v{version} is already running (lock {path}); not starting a second copy",
+              file=sys.stderr)
+        sys.exit(3)
+    return handle
+
+
+def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,
+        run_seconds: float | None = None) -> None:
+    from lakehouse.spark_session import get_spark
+    from spark_jobs.io.progress_recorder import ProgressRecorder
+
+    lock = acquire_lock(cfg, p.name, version)
+    stopping = {"flag": False}
+
+    def _on_term(signum: int, frame: Any) -> None:
+        stopping["flag"] = True
+
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, _on_term)
+    spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
+    queries = start_queries(spark, cfg, p, version, which, starting_offsets)
+    recorder = ProgressRecorder(spark, p.name, version, queries)
+    recorder.start()
+    print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
+    started = time.monotonic()
+    try:
+        while not stopping["flag"] and all(q.isActive for q in queries.values()):
+            if run_seconds is not None and time.monotonic() - started > run_seconds:
+                break
+            time.sleep(0.5)
+        failed = [(n, q.exception()) for n, q in queries.items() if not q.isActive and q.exception()]
+    finally:
+        for q in queries.values():
+            if q.isActive:
+                q.stop()
+        recorder.stop()
+        lock.close()
+    if failed:
+        for name, exc in failed:
+            print(f"speed: query {name} failed: {exc}", file=sys.stderr)
+        sys.exit(1)
+    print(f"speed: {p.name} v{version} stopped", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs.speed")
+    parser.add_argument("pipeline")
+    parser.add_argument("--version", type=int, default=1)
+    parser.add_argument("--queries", default="ingest,speed")
+    parser.add_argument("--starting-offsets", choices=["earliest", "latest"])
+    parser.add_argument("--run-seconds", type=float)
+    args = parser.parse_args(argv)
+    cfg = load_config()
+    p = load_pipeline(args.pipeline, cfg.pipelines)
+    run(cfg, p, args.version, args.queries.split(","), args.starting_offsets, args.run_seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Kafka records -> typed events or quarantine rows, with DataFrame expressions only (no UDFs).
+
+Input: the Kafka source's columns (``value`` binary, ``topic``, ``partition``, ``offset``,
+``timestamp``). ``classify(pipeline)`` adds every schema field typed, ``event_time`` (timestamp),
+the Kafka coordinates, ``ingest_time``, and ``reason_code``/``reason`` (null for a usable event).
+
+Reason codes, first match wins:
+``MALFORMED_JSON`` (not a JSON object), ``MISSING_FIELD`` (absent or null), ``NULL_ID`` /
+``NULL_KEY`` (event id or a grouping key null or empty), ``WRONG_TYPE`` (value not of the declared
+type), ``IMPOSSIBLE_TIMESTAMP`` (before 2000-01-01 or more than a day after ingestion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lakehouse.pipeline import FIELD_TYPES, Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+MIN_EVENT_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
+MAX_AHEAD_MS = 86_400_000  # one day after ingestion
+BRONZE_META = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "ingest_time")
+QUARANTINE_COLUMNS = (
+    "raw_value", "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",
+    "reason_code", "reason", "ingest_time",
+)
+
+
+def with_kafka_metadata(df: DataFrame) -> DataFrame:
+    """Rename the Kafka source columns to the bronze/quarantine names and stamp ingest time."""
+    from pyspark.sql import functions as F
+
+    return df.select(
+        F.col("value").cast("string").alias("raw_value"),
+        F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.current_timestamp().alias("ingest_time"),
+    )
+
+
+def _checks(p: Pipeline) -> list[tuple[Column, str, Column]]:
+    """(failed?, code, human reason) per check, in priority order."""
+    from pyspark.sql import functions as F
+
+    obj = F.col("_json")
+    out: list[tuple[Column, str, Column]] = [
+        (obj.isNull(), "MALFORMED_JSON", F.lit("value is not a JSON object")),
+    ]
+    for name in p.schema:
+        out.append((~F.map_contains_key(obj, name), "MISSING_FIELD", F.lit(f"required field '{name}' is missing")))
+    for name in p.schema:
+        code = "NULL_ID" if name == p.event_id else "NULL_KEY" if name in p.keys else "MISSING_FIELD"
+        blank = obj[name].isNull() | ((F.trim(obj[name]) == "") if name in p.required_strings else F.lit(False))
+        out.append((blank, code, F.lit(f"field '{name}' is null or empty")))
+    for name, typ in p.schema.items():
+        out.append((
+            F.col(f"_typed_{name}").isNull(), "WRONG_TYPE",
+            F.concat(F.lit(f"field '{name}' is not a {typ}: "), F.substring(obj[name], 1, 80)),
+        ))
+    ts = F.col(f"_typed_{p.event_time}")
+    now_ms = F.unix_millis(F.col("ingest_time"))
+    out.append((
+        (ts < F.lit(MIN_EVENT_MS)) | (ts > now_ms + F.lit(MAX_AHEAD_MS)), "IMPOSSIBLE_TIMESTAMP",
+        F.concat(F.lit(f"field '{p.event_time}' = "), ts.cast("string"),
+                 F.lit(" ms is before 2000-01-01 or more than a day in the future")),
+    ))
+    return out
+
+
+def classify(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
+    """Parse ``raw_value`` (after :func:`with_kafka_metadata`) and attach a reason when unusable."""
+
+    def _classify(df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        df = df.withColumn("_json", F.from_json("raw_value", "map<string,string>"))
+        for name, typ in p.schema.items():
+            df = df.withColumn(f"_typed_{name}", F.col("_json")[name].try_cast(FIELD_TYPES[typ]))
+        checks = _checks(p)
+        code = F.lit(None).cast("string")
+        reason = F.lit(None).cast("string")
+        for failed, c, text in reversed(checks):
+            code = F.when(failed, F.lit(c)).otherwise(code)
+            reason = F.when(failed, text).otherwise(reason)
+        df = df.withColumn("reason_code", code).withColumn("reason", reason)
+        typed = [F.col(f"_typed_{n}").alias(n) for n in p.schema]
+        event_time = F.timestamp_millis(F.col(f"_typed_{p.event_time}")).alias("event_time")
+        return df.select(*typed, event_time, "raw_value", *BRONZE_META, "reason_code", "reason")
+
+    return _classify
+
+
+def valid_events(df: DataFrame) -> DataFrame:
+    """Rows of :func:`classify` output that are usable events (bronze rows)."""
+    return df.where("reason_code IS NULL").drop("reason_code", "reason", "raw_value")
+
+
+def quarantined(df: DataFrame) -> DataFrame:
+    """Rows of :func:`classify` output that are not usable, with raw value and reason."""
+    return df.where("reason_code IS NOT NULL").select(*QUARANTINE_COLUMNS)

@@ -1,0 +1,77 @@
+"""Shared fixtures: an isolated local stack (own data folder, own free ports) per test session.
+
+``stack`` starts the real Derby metastore and the real Kafka broker (KRaft) for the session;
+``spark`` is the one session-scoped Spark session built by Tidewater's own factory.
+Environment variables are set so that subprocesses (CLI, detached jobs) see the same stack.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def tw_env() -> Iterator[dict[str, str]]:
+    from infra.services.process import free_port
+
+    data = Path(tempfile.mkdtemp(prefix="tidewater-test-"))
+    env = {
+        "TIDEWATER_CONFIG": str(REPO / "tidewater.yml"),
+        "TIDEWATER_DATA_DIR": str(data),
+        "TIDEWATER_KAFKA_PORT": str(free_port()),
+        "TIDEWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "TIDEWATER_METASTORE_PORT": str(free_port()),
+        "TIDEWATER_THRIFT_PORT": str(free_port()),
+        "TIDEWATER_AIRFLOW_PORT": str(free_port()),
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield env
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    if os.environ.get("TIDEWATER_KEEP_TEST_DATA") != "1":
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cfg(tw_env: dict[str, str]):  # type: ignore[no-untyped-def]
+    from lakehouse.config import load_config
+
+    return load_config()
+
+
+@pytest.fixture(scope="session")
+def stack(cfg):  # type: ignore[no-untyped-def]
+    """Real metastore + Kafka broker for the whole test session."""
+    from infra.jars import fetch_jars
+    from infra.services import kafka_broker, metastore
+
+    fetch_jars()
+    metastore.start(cfg)
+    kafka_broker.start(cfg)
+    yield cfg
+    from lakehouse.commands.speed import stop_all_speed
+
+    stop_all_speed(cfg)
+    kafka_broker.stop(cfg)
+    metastore.stop(cfg)
+
+
+@pytest.fixture(scope="session")
+def spark(stack):  # type: ignore[no-untyped-def]
+    from lakehouse.spark_session import get_spark
+
+    session = get_spark(stack, "tidewater-tests")
+    yield session
+    session.stop()
