@@ -96,18 +96,18 @@ class TidewaterConfig:
 def _coerce(key: str, value: Any, typ: Any, default: Any) -> Any:
     """Convert one raw value to the field's type, or raise a ConfigError that names the key."""
     type_name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
-    if "int" == type_name:
+    if type_name == "int":
         if isinstance(value, bool):
             raise ConfigError(key, value, "an integer, e.g. 4")
         try:
             return int(value)
         except (TypeError, ValueError):
             raise ConfigError(key, value, "an integer, e.g. 4") from None
-    if "str" == type_name:
+    if type_name == "str":
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(key, value, "a string")
         return str(value)
-    if "Path" == type_name:
+    if type_name == "Path":
         if not isinstance(value, (str, Path)) or not str(value):
             raise ConfigError(key, value, "a folder path, e.g. .tidewater")
         return Path(value)

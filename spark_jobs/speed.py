@@ -7,8 +7,10 @@ Two streaming queries read the pipeline's topic:
 * ``speed``: valid events -> watermark -> dedup on event id within the watermark -> the shared
   windowed aggregation -> MERGE into ``speed.<p>[__vN]`` (update mode; sessions: append mode).
 
-Each query has its own checkpoint ``checkpoints/<p>/<query>_v<N>``. A replay (Kappa) runs only
-the ``speed`` query into a new version. SIGTERM stops the queries gracefully.
+Each query has its own checkpoint ``checkpoints/<p>/<query>_v<N>``. The ingest query is always
+version 1 (bronze is never rebuilt from Kafka); ``--version`` is the speed query's version. A
+replay (Kappa) runs only the ``speed`` query, from the earliest offsets, into a new version.
+Every query holds an exclusive lock, so no query ever runs twice. SIGTERM stops gracefully.
 
 Run: ``python -m spark_jobs.speed <pipeline> [--version N] [--queries ingest,speed]``.
 """
@@ -25,6 +27,8 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.pipeline import Pipeline, load_pipeline
+
+INGEST_VERSION = 1
 
 
 class SpeedMerge:
@@ -102,8 +106,9 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     if "ingest" in which:
         classified = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         queries["ingest"] = (
-            classified.writeStream.queryName(f"{p.name}_ingest_v{version}").foreachBatch(ingest_writer(p, version))
-            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "ingest", version)))
+            classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
+            .foreachBatch(ingest_writer(p, INGEST_VERSION))
+            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)))
             .trigger(**trigger).start()
         )
     if "speed" in which:
@@ -120,18 +125,22 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     return queries
 
 
-def acquire_lock(cfg: TidewaterConfig, pipeline: str, version: int) -> Any:
-    """One copy per pipeline and version, whoever starts it: an exclusive flock held for life."""
-    path = naming.run_dir(cfg) / f"speed-{pipeline}-v{version}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "w")  # noqa: SIM115 - held open for the process lifetime
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print(f"speed: {pipeline} v{version} is already running (lock {path}); not starting a second copy",
-              file=sys.stderr)
-        sys.exit(3)
-    return handle
+def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list[str]) -> list[Any]:
+    """One copy of each query, whoever starts it: exclusive flocks held for the process's life."""
+    handles = []
+    for query in sorted(which):
+        v = INGEST_VERSION if query == "ingest" else version
+        path = naming.run_dir(cfg) / f"lock-{pipeline}-{query}-v{v}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "w")  # noqa: SIM115 - held open for the process lifetime
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"speed: query {query} v{v} of {pipeline} is already running (lock {path}); "
+                  "not starting a second copy", file=sys.stderr)
+            sys.exit(3)
+        handles.append(handle)
+    return handles
 
 
 def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,
@@ -139,7 +148,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     from lakehouse.spark_session import get_spark
     from spark_jobs.io.progress_recorder import ProgressRecorder
 
-    lock = acquire_lock(cfg, p.name, version)
+    locks = acquire_locks(cfg, p.name, version, which)
     stopping = {"flag": False}
 
     def _on_term(signum: int, frame: Any) -> None:
@@ -164,7 +173,8 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
             if q.isActive:
                 q.stop()
         recorder.stop()
-        lock.close()
+        for lock in locks:
+            lock.close()
     if failed:
         for name, exc in failed:
             print(f"speed: query {name} failed: {exc}", file=sys.stderr)

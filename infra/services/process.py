@@ -7,6 +7,7 @@ process has another command line (PID reuse), counts as not running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -114,10 +115,8 @@ def _signal_group(pid: int, sig: int) -> None:
     try:
         os.killpg(os.getpgid(pid), sig)
     except (ProcessLookupError, PermissionError):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def port_open(host: str, port: int, timeout: float = 1.0) -> bool:

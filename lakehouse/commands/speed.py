@@ -14,27 +14,36 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 
 
-def speed_process(cfg: TidewaterConfig, pipeline: str, version: int = 1) -> Any:
+def speed_process(cfg: TidewaterConfig, pipeline: str, name: str | None = None) -> Any:
+    """The pipeline's main job (ingest + active speed version), or another named job (a replay)."""
     from infra.services.process import ManagedProcess
 
-    suffix = "" if version == 1 else f"-v{version}"
-    return ManagedProcess(f"speed-{pipeline}{suffix}", naming.run_dir(cfg), naming.logs_dir(cfg))
+    return ManagedProcess(name or f"speed-{pipeline}", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
 def active_version_file(cfg: TidewaterConfig, pipeline: str) -> int:
     """The serving (active) speed version, as recorded by replay switches (default 1)."""
-    path = naming.run_dir(cfg).parent / "versions" / f"{pipeline}.active"
+    path = cfg.data_dir / "versions" / f"{pipeline}.active"
     try:
         return int(path.read_text().strip())
     except (FileNotFoundError, ValueError):
         return 1
 
 
+def set_active_version(cfg: TidewaterConfig, pipeline: str, version: int) -> None:
+    """Record the active speed version atomically (write + rename)."""
+    path = cfg.data_dir / "versions" / f"{pipeline}.active"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{version}\n")
+    tmp.replace(path)
+
+
 def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None, queries: str = "ingest,speed",
-                starting_offsets: str | None = None, wait: float = 120.0) -> int:
+                starting_offsets: str | None = None, wait: float = 120.0, name: str | None = None) -> int:
     """Start the job detached (PID file + log). Idempotent: a running copy is left alone."""
     version = version or active_version_file(cfg, pipeline)
-    proc = speed_process(cfg, pipeline, version)
+    proc = speed_process(cfg, pipeline, name)
     if proc.running():
         return int(proc.pid())
     argv = [sys.executable, "-m", "spark_jobs.speed", pipeline, "--version", str(version), "--queries", queries]
@@ -51,16 +60,16 @@ def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None,
     return pid
 
 
-def stop_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None) -> bool:
+def stop_speed(cfg: TidewaterConfig, pipeline: str, name: str | None = None) -> bool:
     """Graceful stop (SIGTERM: queries stop, progress is flushed), SIGKILL after 90 s."""
-    return bool(speed_process(cfg, pipeline, version or active_version_file(cfg, pipeline)).stop(timeout=90))
+    return bool(speed_process(cfg, pipeline, name).stop(timeout=90))
 
 
 def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
     from infra.services.process import ManagedProcess
 
     stopped = []
-    for pid_file in sorted(naming.run_dir(cfg).glob("speed-*.pid")):
+    for pid_file in sorted([*naming.run_dir(cfg).glob("speed-*.pid"), *naming.run_dir(cfg).glob("replay-*.pid")]):
         if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90):
             stopped.append(pid_file.stem)
     return stopped
@@ -68,15 +77,15 @@ def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
 
 def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
     """Running?, last batch time, watermark, rates and consumer lag per partition (from ops)."""
-    from spark_jobs.io.kafka_admin import offsets
     from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.kafka_admin import offsets
 
     p = load_pipeline(pipeline, cfg.pipelines)
     version = active_version_file(cfg, pipeline)
-    proc = speed_process(cfg, pipeline, version)
+    proc = speed_process(cfg, pipeline)
     out: dict[str, Any] = {"pipeline": pipeline, "version": version, "running": proc.running(), "pid": proc.pid(),
                            "log": str(proc.log_file)}
-    last = _last_progress(cfg, pipeline)
+    last = _last_progress(cfg, pipeline, version)
     out.update(last)
     committed = parse_offsets(last.get("end_offsets")).get(p.topic, {})
     try:
@@ -102,11 +111,11 @@ def parse_offsets(text: str | None) -> dict[str, Any]:
             return {}
 
 
-def _last_progress(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
+def _last_progress(cfg: TidewaterConfig, pipeline: str, version: int) -> dict[str, Any]:
     """Latest row of ops.stream_progress for the speed query, read straight from the Delta log."""
     from spark_jobs.io.ops_reader import latest_progress
 
-    return latest_progress(cfg, pipeline)
+    return latest_progress(cfg, pipeline, version=version)
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -115,9 +124,9 @@ def cmd_speed(args: argparse.Namespace) -> int:
     if args.action == "start":
         progress(f"starting speed layer for {p.name} …")
         pid = start_speed(cfg, p.name, args.version)
-        print(f"speed {p.name}: running (pid {pid}); log {speed_process(cfg, p.name, args.version or active_version_file(cfg, p.name)).log_file}")
+        print(f"speed {p.name}: running (pid {pid}); log {speed_process(cfg, p.name).log_file}")
     elif args.action == "stop":
-        print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p.name, args.version) else 'was not running'}")
+        print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p.name) else 'was not running'}")
     elif args.action == "run":
         from spark_jobs.speed import run
 

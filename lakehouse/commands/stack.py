@@ -27,8 +27,8 @@ def _services() -> list[Any]:
 
 def create_topics(cfg: TidewaterConfig) -> list[str]:
     """Create every pipeline's topic (idempotent) with the configured partitions and retention."""
-    from spark_jobs.io.kafka_admin import ensure_topic
     from lakehouse.pipeline import available_pipelines, load_pipeline
+    from spark_jobs.io.kafka_admin import ensure_topic
 
     made = []
     for name in available_pipelines():

@@ -60,9 +60,11 @@ def read_rows(cfg: TidewaterConfig, table: str) -> list[dict[str, Any]]:
     return rows
 
 
-def latest_progress(cfg: TidewaterConfig, pipeline: str, query: str = "speed") -> dict[str, Any]:
-    """Newest ``ops.stream_progress`` row of a pipeline's query, or {} if none yet."""
-    rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == pipeline and r["query"] == query]
+def latest_progress(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None
+                    ) -> dict[str, Any]:
+    """Newest ``ops.stream_progress`` row of a pipeline's query (and version), or {} if none yet."""
+    rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == pipeline and r["query"] == query
+            and (version is None or r["query_version"] == version)]
     if not rows:
         return {}
     last = max(rows, key=lambda r: (r["recorded_at"], r["batch_id"]))
