@@ -1,8 +1,9 @@
-"""Shared fixtures: an isolated local stack (own data folder, own free ports) per test session.
+"""Shared fixtures: an isolated local stack (own data folder, own free ports) per test MODULE.
 
-``stack`` starts the real Derby metastore and the real Kafka broker (KRaft) for the session;
-``spark`` is the one session-scoped Spark session built by Tidewater's own factory.
-Environment variables are set so that subprocesses (CLI, detached jobs) see the same stack.
+``stack`` starts the real Derby metastore and the real Kafka broker (KRaft) for one test module,
+so modules never see each other's tables or topics; ``spark`` is the Spark session built by
+Tidewater's own factory against that stack. Environment variables are set so that subprocesses
+(CLI, detached jobs, Airflow) see the same stack.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tw_env() -> Iterator[dict[str, str]]:
     from infra.services.process import free_port
 
@@ -44,16 +45,16 @@ def tw_env() -> Iterator[dict[str, str]]:
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cfg(tw_env: dict[str, str]):  # type: ignore[no-untyped-def]
     from lakehouse.config import load_config
 
     return load_config()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def stack(cfg):  # type: ignore[no-untyped-def]
-    """Real metastore + Kafka broker for the whole test session."""
+    """Real metastore + Kafka broker for one test module."""
     from infra.jars import fetch_jars
     from infra.services import kafka_broker, metastore
 
@@ -68,7 +69,7 @@ def stack(cfg):  # type: ignore[no-untyped-def]
     metastore.stop(cfg)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark(stack):  # type: ignore[no-untyped-def]
     from lakehouse.spark_session import get_spark
 

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Debian packages Tidewater needs. Idempotent: installs only what is missing.
+#   java 17 (Spark, Kafka, Derby), mvn (fetches jars), chromium (browser test of the Airflow UI).
+set -euo pipefail
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "… installing Debian packages: ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,56 @@
+"""Parsing Kafka values: valid events are typed, every bad record gets the right reason code."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.transforms.parse import classify, quarantined, valid_events
+
+pytestmark = pytest.mark.spark
+
+NOW_MS = int(datetime(2026, 1, 1).timestamp() * 1000)
+
+
+def _kafka_rows(spark, values):  # type: ignore[no-untyped-def]
+    rows = [(v.encode() if v is not None else None, "sensor-readings", 0, i, datetime(2026, 1, 1), datetime(2026, 1, 1))
+            for i, v in enumerate(values)]
+    return spark.createDataFrame(
+        rows, "value binary, kafka_topic string, kafka_partition int, kafka_offset bigint, kafka_timestamp timestamp, "
+              "ingest_time timestamp").selectExpr("cast(value as string) as raw_value", "*").drop("value")
+
+
+def test_reason_codes(spark) -> None:  # type: ignore[no-untyped-def]
+    p = load_pipeline("sensor_readings")
+    good = {"event_id": "e1", "sensor_id": "s1", "timestamp": NOW_MS, "temperature": 21.5}
+    cases = {
+        "ok": json.dumps(good),
+        "MALFORMED_JSON": '{"event_id": "e2", ',
+        "MALFORMED_JSON_ARRAY": "[1, 2]",
+        "MISSING_FIELD": json.dumps({k: v for k, v in good.items() if k != "temperature"}),
+        "NULL_ID": json.dumps({**good, "event_id": None}),
+        "NULL_ID_EMPTY": json.dumps({**good, "event_id": "  "}),
+        "NULL_KEY": json.dumps({**good, "sensor_id": None}),
+        "WRONG_TYPE": json.dumps({**good, "temperature": "hot"}),
+        "WRONG_TYPE_TS": json.dumps({**good, "timestamp": "yesterday"}),
+        "IMPOSSIBLE_TIMESTAMP": json.dumps({**good, "timestamp": 5}),
+        "IMPOSSIBLE_TIMESTAMP_FUTURE": json.dumps({**good, "timestamp": NOW_MS + 3 * 86_400_000}),
+    }
+    df = _kafka_rows(spark, list(cases.values())).transform(classify(p))
+    got = {r.kafka_offset: (r.reason_code, r.reason) for r in quarantined(df).collect()}
+    for i, name in enumerate(cases):
+        if name == "ok":
+            assert i not in got
+            continue
+        code = name.replace("_ARRAY", "").replace("_EMPTY", "").replace("_TS", "").replace("_FUTURE", "")
+        assert got[i][0] == code, (name, got[i])
+        assert got[i][1], name
+    assert "temperature" in got[3][1] and "hot" in got[7][1]
+    valid = valid_events(df).collect()
+    assert len(valid) == 1
+    assert valid[0].temperature == 21.5 and valid[0].event_time == datetime.utcfromtimestamp(NOW_MS / 1000)
+    q = quarantined(df).where("kafka_offset = 1").collect()[0]
+    assert q.raw_value == cases["MALFORMED_JSON"] and q.kafka_topic == "sensor-readings"

@@ -1,0 +1,98 @@
+"""Config loading: defaults, file, environment overrides and the documented error messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakehouse.config import load_config
+from lakehouse.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "tidewater.yml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_bind_loopback_and_use_lambda(tmp_path: Path) -> None:
+    cfg = load_config(_write(tmp_path, "{}"), env={})
+    assert cfg.mode == "lambda"
+    assert cfg.kafka.bootstrap == "127.0.0.1:9092"
+    assert cfg.kafka.partitions == 4
+    assert cfg.spark.master == "local[*]"
+    assert cfg.data_dir == tmp_path / ".tidewater"
+
+
+def test_environment_overrides_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mode: lambda\nkafka: {port: 9100}\n")
+    cfg = load_config(path, env={"TIDEWATER_MODE": "kappa", "TIDEWATER_SPARK_MASTER": "spark://127.0.0.1:7077",
+                                 "TIDEWATER_DATA_DIR": str(tmp_path / "d"), "TIDEWATER_KAFKA_BOOTSTRAP": "h:1"})
+    assert cfg.mode == "kappa"
+    assert cfg.spark.master == "spark://127.0.0.1:7077"
+    assert cfg.data_dir == tmp_path / "d"
+    assert cfg.kafka.bootstrap == "h:1"
+    assert cfg.kafka.port == 9100
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "message"),
+    [
+        ("mode: lamda\n", {}, "config error: 'mode' is 'lamda'; expected 'lambda' or 'kappa'"),
+        ("kafka: {partitions: four}\n", {}, "config error: 'kafka.partitions' is 'four'; expected an integer, e.g. 4"),
+        ("kafka: {partitions: 0}\n", {}, "config error: 'kafka.partitions' is 0; expected an integer >= 1"),
+        ("kafka: {prot: 1}\n", {}, "config error: 'kafka.prot' is 1; expected one of the known keys:"),
+        ("spark: {master: 'yarn-cluster'}\n", {}, "config error: 'spark.master' is 'yarn-cluster'; expected local[*]"),
+        ("{}", {"TIDEWATER_SPARK_MASTER": "mesos://x"}, "config error: 'spark.master' is 'mesos://x'"),
+        ("thrift: {port: 70000}\n", {}, "config error: 'thrift.port' is 70000; expected a TCP port between 1 and 65535"),
+        ("kafka: [1, 2]\n", {}, "config error: 'kafka' is [1, 2]; expected a mapping with keys"),
+        ("spark: {driver_memory: lots}\n", {}, "config error: 'spark.driver_memory' is 'lots'; expected a JVM size"),
+        ("kafka: {starting_offsets: middle}\n", {}, "'kafka.starting_offsets' is 'middle'; expected 'earliest' or 'latest'"),
+        ("mode: [\n", {}, "expected valid YAML (parse error at line"),
+    ],
+)
+def test_bad_config_names_key_and_expected_form(tmp_path: Path, text: str, env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, text), env=env)
+    assert message in str(err.value)
+
+
+def test_missing_explicit_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="'TIDEWATER_CONFIG' is .*expected the path of an existing YAML file"):
+        load_config(env={"TIDEWATER_CONFIG": str(tmp_path / "nope.yml")})
+
+
+def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "mode: lamda\n")
+    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "--config", str(path), "config", "show"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["tidewater: config error: 'mode' is 'lamda'; expected 'lambda' or 'kappa'"]
+
+
+def test_cli_bad_argument_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--late", "2"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'2' is outside 0..1" in lines[0], out.stderr
+
+
+def test_config_show_prints_effective_values(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "kafka: {partitions: 6}\n")
+    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "--config", str(path), "config", "show"],
+                         capture_output=True, text=True, env={"PATH": "/usr/bin", "TIDEWATER_MODE": "kappa"})
+    assert out.returncode == 0, out.stderr
+    assert "partitions: 6" in out.stdout and "mode: kappa" in out.stdout
