@@ -1,0 +1,76 @@
+"""The batch DataFrames each suite validates (GX validates batch frames, never streaming ones).
+
+* most kinds: the Delta table as it is (``staging`` keeps only rows to upsert);
+* ``quarantine``: one row ``(bronze_rows, quarantine_rows, quarantine_rate)``;
+* ``serving_gap``: one row ``(cutoff, missing_windows)``, the windows that should be in the
+  serving view (batch rows ending at or before the last published cutoff, speed rows of the active
+  version starting at or after it) but are not.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def table_frame(spark: SparkSession, kind: str, table: str) -> DataFrame:
+    df = spark.table(table)
+    if kind == "staging" and "op" in df.columns:
+        df = df.where("op = 'upsert'")
+    return df
+
+
+def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: str) -> DataFrame:
+    bronze_rows = _count(spark, naming.table("bronze", p.name))
+    quarantine_rows = _count(spark, quarantine_table)
+    total = bronze_rows + quarantine_rows
+    rate = quarantine_rows / total if total else 0.0
+    return spark.createDataFrame([(bronze_rows, quarantine_rows, float(rate))],
+                                 "bronze_rows bigint, quarantine_rows bigint, quarantine_rate double")
+
+
+def last_published_cutoff(cfg: TidewaterConfig, pipeline: str) -> datetime | None:
+    """Cutoff of the newest published batch run (``ops.batch_runs``), or None."""
+    from spark_jobs.io.ops_reader import read_rows
+
+    rows = [r for r in read_rows(cfg, naming.ops_table("batch_runs"))
+            if r.get("pipeline") == pipeline and r.get("status") == "published" and r.get("cutoff")]
+    if not rows:
+        return None
+    return max(rows, key=lambda r: r.get("published_at") or r["cutoff"])["cutoff"]
+
+
+def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    from lakehouse.commands.speed import active_version_file
+
+    cutoff = last_published_cutoff(cfg, p.name)
+    grain = list(p.grain)
+    serving = spark.table(serving_table).select(*grain)
+    expected = None
+    if cutoff is not None and _exists(spark, naming.table("batch", p.name)):
+        expected = spark.table(naming.table("batch", p.name)).where(F.col("window_end") <= F.lit(cutoff)).select(*grain)
+    speed_name = naming.speed_table(p.name, active_version_file(cfg, p.name))
+    if _exists(spark, speed_name):
+        speed = spark.table(speed_name)
+        if cutoff is not None:
+            speed = speed.where(F.col("window_start") >= F.lit(cutoff))
+        expected = speed.select(*grain) if expected is None else expected.unionByName(speed.select(*grain))
+    missing = 0 if expected is None else expected.join(serving, grain, "left_anti").count()
+    return spark.createDataFrame([(cutoff, int(missing))], "cutoff timestamp, missing_windows bigint")
+
+
+def _exists(spark: SparkSession, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))
+
+
+def _count(spark: SparkSession, table: str) -> int:
+    return spark.table(table).count() if _exists(spark, table) else 0

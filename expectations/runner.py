@@ -1,0 +1,130 @@
+"""Validate a Delta table against its suite: ``validate_table(cfg, pipeline, kind, table)``.
+
+The table is read as a *batch* DataFrame through ``get_spark`` and handed to a GX 1.x Spark data
+source (``data_sources.add_spark`` + dataframe asset + whole-dataframe batch definition). A
+checkpoint runs the suite and rebuilds the Data Docs under ``<data_dir>/docs/``. Failed
+expectations of severity *warning* (the quarantine rate) are reported but do not fail.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from expectations.context import docs_index, runtime_context
+from expectations.suites import KINDS, suite_name
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline, load_pipeline
+
+DATASOURCE = "tidewater_spark"
+
+
+@dataclass
+class ValidationOutcome:
+    """Result of one or more suites on one table: ``success`` is False if any critical expectation failed."""
+
+    pipeline: str
+    kind: str
+    table: str
+    success: bool = True
+    evaluated: int = 0
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    docs: str = ""
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        head = (f"{'PASSED' if self.success else 'FAILED'} {self.kind} suite on {self.table}: "
+                f"{self.evaluated} expectations, {len(self.failures)} failed, {len(self.warnings)} warnings "
+                f"({self.seconds:.1f}s)")
+        lines = [head, *(f"  FAILED  {f}" for f in self.failures), *(f"  WARNING {w}" for w in self.warnings)]
+        if self.docs:
+            lines.append(f"  Data Docs: {self.docs}")
+        return "\n".join(lines)
+
+
+def describe_failure(result: Any) -> str:
+    """One line for a failed expectation: type, kwargs and what was observed."""
+    cfg = result.expectation_config
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
+    res = result.result or {}
+    observed = {k: res[k] for k in ("observed_value", "unexpected_count", "unexpected_percent",
+                                    "partial_unexpected_list") if res.get(k) not in (None, [])}
+    if result.exception_info and result.exception_info.get("raised_exception"):
+        observed["exception"] = str(result.exception_info.get("exception_message"))[:200]
+    return f"{cfg.type} {kwargs} -> {observed}"
+
+
+def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str) -> list[tuple[str, Any]]:
+    from expectations import frames
+
+    if kind == "quarantine":
+        return [("quarantine", frames.quarantine_rate_frame(spark, p, table))]
+    out = [(kind, frames.table_frame(spark, kind, table))]
+    if kind == "serving":
+        out.append(("serving_gap", frames.serving_gap_frame(spark, cfg, p, table)))
+    return out
+
+
+def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, table: str,
+                   spark: Any = None, build_docs: bool = True) -> ValidationOutcome:
+    """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame)."""
+    if kind not in KINDS:
+        raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
+    p = pipeline if isinstance(pipeline, Pipeline) else load_pipeline(pipeline, cfg.pipelines)
+    if spark is None:
+        from lakehouse.spark_session import get_spark
+
+        spark = get_spark(cfg, f"tidewater-check-{p.name}")
+    if not spark.catalog.tableExists(table):
+        raise TidewaterError(f"check: table {table} does not exist; run the job that writes it first")
+    started = time.monotonic()
+    outcome = ValidationOutcome(p.name, kind, table)
+    with runtime_context(cfg) as context:
+        for suite_kind, df in _frames(spark, cfg, p, kind, table):
+            _run_suite(context, suite_kind, p.name, df, outcome, build_docs)
+        if build_docs:
+            outcome.docs = str(docs_index(cfg))
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: ValidationOutcome,
+               build_docs: bool) -> None:
+    import great_expectations as gx
+
+    name = suite_name(suite_kind, pipeline)
+    suite = context.suites.get(name)
+    try:
+        source = context.data_sources.get(DATASOURCE)
+    except (KeyError, ValueError):
+        source = context.data_sources.add_spark(name=DATASOURCE)
+    try:
+        asset = source.get_asset(name)
+    except LookupError:
+        asset = source.add_dataframe_asset(name=name)
+    try:
+        batch_def = asset.get_batch_definition(name)
+    except (KeyError, ValueError, LookupError):
+        batch_def = asset.add_batch_definition_whole_dataframe(name)
+    validation = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
+    actions = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
+    checkpoint = context.checkpoints.add_or_update(
+        gx.Checkpoint(name=f"check.{name}", validation_definitions=[validation], actions=actions))
+    result = checkpoint.run(batch_parameters={"dataframe": df},
+                            expectation_parameters={"max_event_ms": int((time.time() + 86_400) * 1000)})
+    for run in result.run_results.values():
+        for res in run.results:
+            outcome.evaluated += 1
+            if res.success:
+                continue
+            line = f"[{suite_kind}] {describe_failure(res)}"
+            severity = getattr(res.expectation_config, "severity", "critical")
+            if str(getattr(severity, "value", severity)) == "critical":
+                outcome.failures.append(line)
+                outcome.success = False
+            else:
+                outcome.warnings.append(line)

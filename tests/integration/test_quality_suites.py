@@ -1,0 +1,87 @@
+"""Great Expectations suites on real Delta tables (Spark + Hive metastore), bad rows included."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PIPELINE = "sensor_readings"
+
+
+def write_bronze(spark, cfg, readings: list[tuple[str, float]], start: datetime | None = None,  # type: ignore[no-untyped-def]
+                 first_offset: int = 0) -> None:
+    """Append contract-shaped bronze rows for ``sensor_readings``: one event per (sensor_id, temperature),
+    10 s apart from ``start``, with distinct Kafka offsets (the bronze grain)."""
+    from lakehouse import contracts
+    from lakehouse.pipeline import load_pipeline
+
+    p = load_pipeline(PIPELINE)
+    contract = contracts.bronze(p)
+    contracts.ensure(spark, contract)
+    start = start or datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
+    rows = []
+    for i, (sensor, temp) in enumerate(readings):
+        ts = start + timedelta(seconds=10 * i)
+        rows.append((f"e-{first_offset + i}", sensor, int(ts.timestamp() * 1000), float(temp), ts, p.topic, 0,
+                     first_offset + i, ts, ts, ts.date()))
+    schema = ", ".join(f"`{c}` {t}" for c, t in contract.columns)
+    spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
+
+
+def test_bronze_suite_catches_impossible_temperature(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+    from expectations.runner import validate_table
+
+    write_bronze(spark, cfg, [("s-1", 20.5), ("s-2", 21.0), ("s-1", 19.0)])
+    good = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark)
+    print(good.summary())
+    assert good.success, good.summary()
+    assert good.evaluated >= 4
+    write_bronze(spark, cfg, [("s-3", 1000.0)], first_offset=100)
+    bad = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark)
+    print(bad.summary())
+    assert not bad.success
+    assert any("temperature" in f and "1000" in f for f in bad.failures), bad.summary()
+    assert (cfg.data_dir / "docs" / "index.html").exists()
+
+
+def test_window_suite_checks_min_avg_max_and_window_order(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+    from expectations.runner import validate_table
+    from lakehouse import contracts
+    from lakehouse.pipeline import load_pipeline
+
+    p = load_pipeline(PIPELINE)
+    contract = contracts.speed(p)
+    contracts.ensure(spark, contract)
+    t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    t1 = t0 + timedelta(minutes=1)
+    rows = [("s-1", t0, t1, 2, 20.0, 19.0, 21.0, t1, t1, 0, True),
+            ("s-2", t1, t0, 0, 25.0, 26.0, 24.0, t1, t1, 0, True)]  # reversed window, count 0, min > avg > max
+    schema = ", ".join(f"`{c}` {t}" for c, t in contract.columns)
+    spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
+    out = validate_table(cfg, PIPELINE, "speed", contract.name, spark=spark, build_docs=False)
+    print(out.summary())
+    assert not out.success
+    text = "\n".join(out.failures)
+    assert "window_end" in text and "event_count" in text
+    assert "avg_temperature" in text and "max_temperature" in text
+
+
+def test_quarantine_rate_is_a_warning(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+    from expectations.runner import validate_table
+    from lakehouse import contracts
+    from lakehouse.pipeline import load_pipeline
+
+    p = load_pipeline(PIPELINE)
+    contract = contracts.quarantine(p)
+    contracts.ensure(spark, contract)
+    now = datetime.now(UTC)
+    rows = [(f"not json {i}", p.topic, 0, 1000 + i, now, "MALFORMED_JSON", "not JSON", now) for i in range(5)]
+    schema = ", ".join(f"`{c}` {t}" for c, t in contract.columns)
+    spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
+    out = validate_table(cfg, PIPELINE, "quarantine", contract.name, spark=spark, build_docs=False)
+    print(out.summary())
+    assert out.success  # a warning, never a failure
+    assert out.warnings and "quarantine_rate" in out.warnings[0]
