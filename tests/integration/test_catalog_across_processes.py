@@ -1,0 +1,31 @@
+"""A Delta table written by one Spark process is readable by name from another (shared metastore)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+WRITER = """
+from lakehouse.config import load_config
+from lakehouse.spark_session import get_spark
+spark = get_spark(load_config(), "writer")
+spark.range(0, 1000).selectExpr("id", "id % 7 AS bucket").write.format("delta").mode("overwrite") \\
+    .saveAsTable("bronze.cross_process_probe")
+spark.stop()
+"""
+
+
+def test_table_written_in_subprocess_is_readable_by_name(spark, stack) -> None:  # type: ignore[no-untyped-def]
+    out = subprocess.run([sys.executable, "-c", WRITER], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    spark.catalog.refreshTable("bronze.cross_process_probe")
+    row = spark.sql("SELECT count(*) AS n, sum(id) AS s, count(DISTINCT bucket) AS b "
+                    "FROM bronze.cross_process_probe").collect()[0]
+    assert (row.n, row.s, row.b) == (1000, 499500, 7)
+    detail = spark.sql("DESCRIBE DETAIL bronze.cross_process_probe").collect()[0]
+    assert detail.format == "delta"
+    assert detail.location.startswith("file:" + str(stack.data_dir / "warehouse"))
