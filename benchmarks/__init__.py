@@ -1,0 +1,1 @@
+"""Tidewater benchmark suite: side-by-side throughput, latency, batch, replay, serving and Flink."""

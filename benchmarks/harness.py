@@ -1,0 +1,92 @@
+"""Run the benchmark scenarios on an isolated stack and write JSON, Markdown and PNG results.
+
+``run_benchmarks(size, scenarios)`` starts its own metastore + Kafka (temp data folder, free ports),
+runs the selected scenarios one after another with one Spark session for fills and checks, stops
+everything and writes ``benchmarks/results/<stamp>-<size>.{json,md}`` plus charts. A scenario that
+raises is recorded as FAILED with the error; a missing dependency is recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.result import ScenarioResult
+from benchmarks.sizes import SIZES
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink"}
+NAMES = {1: "Speed-layer catch-up throughput", 2: "End-to-end latency", 3: "Batch full vs incremental vs DuckDB",
+         4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up"}
+
+
+def machine_facts() -> dict[str, Any]:
+    import os
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal")), 0)
+    versions = {}
+    for pkg in ("pyspark", "delta-spark", "kafka-python", "duckdb", "matplotlib"):
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            versions[pkg] = None
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[:1]
+    kafka_jars = sorted(p.name for p in (RESULTS.parent.parent / ".cache" / "jars" / "kafka").glob("kafka-clients-*"))
+    return {"cores": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1), "load_avg_at_start": os.getloadavg(),
+            "python": platform.python_version(), "platform": platform.platform(), "java": java[0] if java else None,
+            "kafka_clients": kafka_jars[0] if kafka_jars else None, "versions": versions}
+
+
+def run_scenario(number: int, context: dict[str, Any]) -> ScenarioResult:
+    started = time.monotonic()
+    try:
+        module = importlib.import_module(f"benchmarks.{SCENARIOS[number]}")
+        work = context["work"] / f"s{number}"
+        work.mkdir(parents=True, exist_ok=True)
+        result: ScenarioResult = module.run(context["spark"], context["cfg"], context["sizes"], work, context)
+    except Exception as exc:  # a crash is a failed benchmark, recorded with its cause
+        result = ScenarioResult(number, NAMES[number]).fail(f"{type(exc).__name__}: {exc}")
+        result.notes.append(traceback.format_exc(limit=4)[-1500:])
+    result.seconds = round(time.monotonic() - started, 1)
+    context["results"][number] = result
+    print(f"bench: scenario {number} {result.status} in {result.seconds:.0f} s "
+          f"{json.dumps(result.ratios)} {'; '.join(result.notes[:1])[:200]}", flush=True)
+    return result
+
+
+def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
+                   keep_data: bool = False) -> dict[str, Any]:
+    from benchmarks.stack import isolated_stack
+    from lakehouse.spark_session import get_spark
+
+    sizes = SIZES[size]
+    chosen = sorted(scenarios or SCENARIOS)
+    started_at = datetime.now(UTC)
+    run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "size": sizes.as_dict(),
+                           "scenarios_requested": chosen, "machine": machine_facts()}
+    with isolated_stack(keep=keep_data) as cfg:
+        spark = get_spark(cfg, "tidewater-bench")
+        context: dict[str, Any] = {"cfg": cfg, "spark": spark, "sizes": sizes, "results": {},
+                                   "work": cfg.data_dir / "bench"}
+        try:
+            for number in chosen:
+                run_scenario(number, context)
+        finally:
+            spark.stop()
+    run["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    run["results"] = [context["results"][n].as_dict() for n in chosen]
+    run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
+    if write:
+        from benchmarks.report import write_report
+
+        run["files"] = write_report(run, RESULTS, f"{started_at:%Y%m%dT%H%M%SZ}-{size}")
+    return run

@@ -1,0 +1,90 @@
+"""Throughput from streaming progress, and where the time went (Spark event logs).
+
+Catch-up time is measured from the start of the first micro-batch that read input to the end of
+the batch whose end offsets reach the topic's end offsets, so JVM start-up is not counted.
+``phase_breakdown`` sums ``durationMs`` per phase (addBatch, getBatch, walCommit, ...) of every
+``QueryProgressEvent`` in a Spark event log, and ``sql_breakdown`` sums SQL execution time per
+statement kind (MERGE, UPDATE, append ...), the Spark-UI evidence for the bottleneck.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+def reached(offsets: dict[str, Any], target: dict[int, int]) -> bool:
+    return all(int(offsets.get(str(part), -1)) >= end for part, end in target.items())
+
+
+def span_seconds(batches: list[tuple[datetime, float, int]]) -> float | None:
+    """(start time, duration s, input rows) per batch -> seconds from first input batch to last end."""
+    busy = [b for b in batches if b[2] > 0]
+    if not busy:
+        return None
+    start = min(b[0] for b in busy)
+    end = max(b[0].timestamp() + b[1] for b in busy)
+    return end - start.timestamp()
+
+
+def spark_progress_batches(progress: list[dict[str, Any]]) -> list[tuple[datetime, float, int]]:
+    out = []
+    for p in progress:
+        ts = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00"))
+        out.append((ts, (p.get("durationMs") or {}).get("triggerExecution", 0) / 1000.0, int(p.get("numInputRows", 0))))
+    return out
+
+
+def _events(log_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for f in sorted(log_dir.glob("*")):
+        if f.is_file():
+            for line in f.read_text(errors="replace").splitlines():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+    return out
+
+
+def phase_breakdown(log_dir: Path) -> dict[str, dict[str, float]]:
+    """query name -> phase -> total seconds (from QueryProgressEvent durationMs)."""
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for ev in _events(log_dir):
+        if ev.get("Event", "").endswith("QueryProgressEvent") and int(ev["progress"].get("numInputRows", 0)) > 0:
+            prog = ev["progress"]
+            for phase, ms in (prog.get("durationMs") or {}).items():
+                totals[prog.get("name") or "?"][phase] += ms / 1000.0
+    return {q: {k: round(v, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])} for q, d in totals.items()}
+
+
+def _kind(description: str) -> str:
+    text = " ".join(description.split()).upper()
+    for word in ("MERGE", "UPDATE", "SELECT MAX(MAX_EVENT_TIME)", "INSERT", "CREATE"):
+        if word in text:
+            return word.split("(")[0].lower()
+    return text[:40].lower() or "other"
+
+
+def sql_breakdown(log_dir: Path) -> dict[str, float]:
+    """SQL statement kind -> total seconds of its executions (SQLExecutionStart/End pairs)."""
+    starts: dict[int, tuple[str, int]] = {}
+    totals: dict[str, float] = defaultdict(float)
+    for ev in _events(log_dir):
+        kind = ev.get("Event", "")
+        if kind.endswith("SparkListenerSQLExecutionStart"):
+            starts[ev["executionId"]] = (ev.get("description") or "", ev["time"])
+        elif kind.endswith("SparkListenerSQLExecutionEnd") and ev["executionId"] in starts:
+            desc, t0 = starts.pop(ev["executionId"])
+            totals[_kind(desc)] += (ev["time"] - t0) / 1000.0
+    return {k: round(v, 2) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])[:8]}
+
+
+def event_log_args(log_dir: Path) -> str:
+    """PYSPARK_SUBMIT_ARGS that make a child Spark application write an uncompressed event log."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return (f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{log_dir} "
+            "--conf spark.eventLog.compress=false pyspark-shell")

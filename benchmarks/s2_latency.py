@@ -1,0 +1,175 @@
+"""Scenario 2: end-to-end latency, from the moment an event is produced to the moment it is visible.
+
+Technique (counts): for each rate, a paced kafka-python producer sends events of its own sensors
+(``lat<rate>-s-<k>``) in 10 ms chunks and records (cumulative count, send time) per chunk; the
+event's ``timestamp`` is its send time. A poller reads the speed table's live Delta files (the
+log, then the Parquet files, with DuckDB) every ``POLL_S`` and records (time, visible
+sum(event_count)). Event ``i`` is visible at the first poll that counts >= ``i`` events, so its
+latency is that poll's time minus its chunk's send time (upper bound; resolution ``POLL_S``;
+assumes micro-batches expose events in produce order, which holds for Kafka offsets per batch).
+``serving.<p>`` in lambda mode shows speed rows for windows after the batch cutoff, so fresh events
+appear there exactly when they appear in the speed table; the end check verifies it through SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.result import ScenarioResult
+from benchmarks.s1_catchup import PIPELINE, _caught_up
+from benchmarks.sizes import Sizes
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+
+POLL_S = 0.5
+CHUNK_S = 0.01
+SENSORS = 100
+
+
+def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
+    import duckdb
+
+    from spark_jobs.io.ops_reader import live_files, table_path
+
+    files = [str(f) for f in live_files(table_path(cfg, naming.speed_table(PIPELINE)))]
+    if not files:
+        return 0
+    row = duckdb.execute("SELECT sum(event_count) FROM read_parquet(?) WHERE starts_with(sensor_id, ?)",
+                         [files, prefix]).fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+def produce(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, prefix: str) -> tuple[list[tuple[int, float]],
+                                                                                          dict[str, list[float]]]:
+    """Paced send; returns chunks (cumulative count, send time) and expected per-window temperatures."""
+    from spark_jobs.io.producer import producer
+
+    prod = producer(cfg)
+    partitions = cfg.kafka.partitions  # round-robin: every partition keeps the same mix of old and new events
+    chunks: list[tuple[int, float]] = []
+    windows: dict[str, list[float]] = defaultdict(list)
+    total, per_chunk = rate * seconds, max(1, round(rate * CHUNK_S))
+    start, sent = time.time(), 0
+    try:
+        while sent < total:
+            ahead = start + sent / rate - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
+            now = time.time()
+            ms = int(now * 1000)
+            for _ in range(min(per_chunk, total - sent)):
+                sensor = f"{prefix}{sent % SENSORS:03d}"
+                temp = round(((sent * 7919) % 1000) / 10.0 - 20.0, 1)
+                value = {"event_id": f"{prefix}e{sent}", "sensor_id": sensor, "timestamp": ms, "temperature": temp}
+                prod.send(topic, key=sensor.encode(), value=json.dumps(value).encode(), partition=sent % partitions)
+                windows[f"{sensor}|{ms // 60_000}"].append(temp)
+                sent += 1
+            chunks.append((sent, now))
+        prod.flush(timeout=120)
+    finally:
+        prod.close(timeout=30)
+    return chunks, windows
+
+
+def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]]) -> dict[str, float | None]:
+    """Weighted latency percentiles: each chunk's events become visible at the first poll covering them."""
+    lat: list[tuple[float, int]] = []
+    j, prev = 0, 0
+    for count, sent_at in chunks:
+        while j < len(polls) and polls[j][1] < count:
+            j += 1
+        if j == len(polls):
+            return {"p50_s": None, "p95_s": None, "p99_s": None}
+        lat.append((polls[j][0] - sent_at, count - prev))
+        prev = count
+    lat.sort()
+    total, out, acc, k = sum(w for _, w in lat), {}, 0, 0
+    for name, q in (("p50_s", 0.50), ("p95_s", 0.95), ("p99_s", 0.99)):
+        while k < len(lat) and acc + lat[k][1] < q * total:
+            acc += lat[k][1]
+            k += 1
+        out[name] = round(lat[min(k, len(lat) - 1)][0], 2)
+    return out
+
+
+def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    prefix = f"lat{rate}-s-"
+    polls: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def _poll() -> None:
+        while not stop.is_set():
+            t = time.time()
+            try:
+                polls.append((t, visible_count(cfg, prefix)))
+            except Exception as exc:  # a file removed between log read and file read: retry next tick
+                print(f"bench: latency poll retry ({type(exc).__name__})", flush=True)
+            time.sleep(max(0.0, POLL_S - (time.time() - t)))
+
+    poller = threading.Thread(target=_poll, daemon=True)
+    poller.start()
+    t0 = time.time()
+    chunks, windows = produce(cfg, topic, rate, seconds, prefix)
+    produced_s = time.time() - t0
+    total = chunks[-1][0]
+    deadline = time.time() + 180
+    while time.time() < deadline and (not polls or polls[-1][1] < total):
+        time.sleep(POLL_S)
+    stop.set()
+    poller.join(timeout=30)
+    metrics = {"events": total, "achieved_rate": round(total / produced_s), **percentiles(chunks, polls),
+               "polls": len(polls), "visible_at_end": polls[-1][1] if polls else 0}
+    return metrics, windows
+
+
+def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
+    from lakehouse.commands.speed import start_speed, stop_speed
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.kafka_admin import ensure_topic, offsets
+
+    res = ScenarioResult(2, "End-to-end latency")
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    ensure_topic(cfg, p.topic)
+    res.settings = {"trigger": f"processingTime {cfg.spark.trigger_seconds} s",
+                    "maxOffsetsPerTrigger": cfg.spark.max_offsets_per_trigger, "rates": list(sizes.latency_rates),
+                    "seconds_per_rate": sizes.latency_seconds, "poll_interval_s": POLL_S,
+                    "measured_table": naming.speed_table(PIPELINE)}
+    try:
+        start_speed(cfg, PIPELINE, 1)
+        target = {part: end for part, (_, end) in offsets(cfg, p.topic).items()}
+        deadline = time.time() + 600
+        while sum(target.values()) and not _caught_up(cfg, p.topic, target) and time.time() < deadline:
+            time.sleep(2)
+        time.sleep(cfg.spark.trigger_seconds + 5)  # the job is idle and warm before producing
+        all_windows: dict[int, dict[str, list[float]]] = {}
+        for rate in sizes.latency_rates:
+            metrics, all_windows[rate] = measure_rate(cfg, p.topic, rate, sizes.latency_seconds)
+            res.metrics[f"rate_{rate}"] = metrics
+            res.check(f"{rate}/s: every produced event visible", metrics["events"], metrics["visible_at_end"])
+    finally:
+        stop_speed(cfg, PIPELINE)
+    table = naming.speed_table(PIPELINE)
+    for rate, windows in all_windows.items():
+        row = spark.sql(f"SELECT count(*), sum(min_temperature), sum(max_temperature) FROM {table} "
+                        f"WHERE sensor_id LIKE 'lat{rate}-s-%'").collect()[0]
+        exp = (len(windows), sum(min(v) for v in windows.values()), sum(max(v) for v in windows.values()))
+        res.check(f"{rate}/s: windows, sum(min), sum(max) in speed", exp, tuple(row),
+                  row[0] == exp[0] and abs((row[1] or 0) - exp[1]) < 1e-6 and abs((row[2] or 0) - exp[2]) < 1e-6)
+        _check_serving(spark, res, rate, sum(len(v) for v in windows.values()))
+    res.notes.append("latency = first poll showing the event in the speed table - its send time (poll every "
+                     f"{POLL_S} s); trigger processingTime {cfg.spark.trigger_seconds} s bounds the floor")
+    return res.finish()
+
+
+def _check_serving(spark: Any, res: ScenarioResult, rate: int, events: int) -> None:
+    serving = naming.table("serving", PIPELINE)
+    if not spark.catalog.tableExists(serving):
+        res.notes.append(f"{serving} does not exist in this stack: latency measured on the speed table only")
+        return
+    got = spark.sql(f"SELECT sum(event_count) FROM {serving} WHERE sensor_id LIKE 'lat{rate}-s-%'").collect()[0][0]
+    res.check(f"{rate}/s: same events visible through {serving}", events, int(got or 0))

@@ -1,0 +1,119 @@
+"""Scenario 3: batch layer full recompute, incremental recompute after late data, DuckDB baseline.
+
+Bronze is filled by a Spark batch write of generator rows shaped like the bronze contract. The batch
+layer runs in-process (``spark_jobs.batch.run``, what ``tidewater batch`` calls) on the harness's
+session; DuckDB runs the same aggregation (dedup on event_id by Kafka position, 1-minute tumbling
+per sensor, count/avg/min/max) over the same live Parquet files of the bronze snapshot. The batch
+table must equal DuckDB's result for every window ending at or before the run's cutoff.
+Late data: ~1% of the windows each get one more event (an old event time, new event id).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import fill
+from benchmarks.result import ScenarioResult, ratio
+from benchmarks.sizes import Sizes
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+
+PIPELINE = "sensor_readings"
+DUCK_SQL = """
+SELECT sensor_id, time_bucket(INTERVAL 1 minute, event_time::TIMESTAMP) AS window_start, count(*) AS event_count,
+       avg(temperature) AS avg_temperature, min(temperature) AS min_temperature, max(temperature) AS max_temperature
+FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY kafka_partition, kafka_offset) AS rn
+      FROM read_parquet(?)) WHERE rn = 1 GROUP BY ALL"""
+
+
+def batch_missing() -> str | None:
+    try:
+        from spark_jobs import batch  # noqa: F401
+    except ImportError as exc:
+        return f"the batch layer has not landed yet (spark_jobs.batch: {exc})"
+    return None
+
+
+def duckdb_windows(cfg: TidewaterConfig, con: Any) -> float:
+    """DuckDB aggregation over bronze's live files into table ``duck``; returns its seconds."""
+    from spark_jobs.io.ops_reader import live_files, table_path
+
+    files = [str(f) for f in live_files(table_path(cfg, naming.table("bronze", PIPELINE)))]
+    started = time.monotonic()
+    con.execute("CREATE OR REPLACE TABLE duck AS " + DUCK_SQL, [files])
+    return time.monotonic() - started
+
+
+def compare_with_duckdb(cfg: TidewaterConfig, con: Any, cutoff: Any, label: str) -> list[dict[str, Any]]:
+    from spark_jobs.io.ops_reader import live_files, table_path
+
+    files = [str(f) for f in live_files(table_path(cfg, naming.table("batch", PIPELINE)))]
+    con.execute("CREATE OR REPLACE TABLE bt AS SELECT sensor_id, window_start::TIMESTAMP AS window_start, event_count,"
+                " avg_temperature, min_temperature, max_temperature FROM read_parquet(?)", [files])
+    con.execute("CREATE OR REPLACE TABLE dk AS SELECT * FROM duck WHERE window_start + INTERVAL 1 minute <= ?",
+                [cutoff])
+    n_batch, n_duck = con.execute("SELECT (SELECT count(*) FROM bt), (SELECT count(*) FROM dk)").fetchone()
+    diff = con.execute("""SELECT count(*) FROM bt FULL OUTER JOIN dk USING (sensor_id, window_start)
+        WHERE bt.event_count IS DISTINCT FROM dk.event_count OR bt.min_temperature IS DISTINCT FROM dk.min_temperature
+           OR bt.max_temperature IS DISTINCT FROM dk.max_temperature
+           OR abs(bt.avg_temperature - dk.avg_temperature) > 1e-9 * greatest(1, abs(dk.avg_temperature))
+           OR bt.avg_temperature IS NULL OR dk.avg_temperature IS NULL""").fetchone()[0]
+    return [{"name": f"{label}: batch windows == DuckDB windows (<= cutoff)", "expected": n_duck, "actual": n_batch,
+             "ok": n_duck == n_batch and n_duck > 0},
+            {"name": f"{label}: windows differing from DuckDB", "expected": 0, "actual": diff, "ok": diff == 0}]
+
+
+def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
+    import duckdb
+
+    res = ScenarioResult(3, "Batch full vs incremental vs DuckDB")
+    missing = batch_missing()
+    if missing:
+        return res.skip(missing)
+    from lakehouse import contracts
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs import batch
+
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    n, start = sizes.batch_events, fill.base_ms(days_ago=3)
+    contracts.ensure(spark, contracts.bronze(p))
+    t0 = time.monotonic()
+    gen = fill.events(spark, n, sizes.sensors, start, prefix="b-")
+    fill.as_bronze(gen, "bench-bronze-fill").write.format("delta").mode("append").saveAsTable(
+        naming.table("bronze", PIPELINE))
+    res.metrics["fill_bronze_s"] = round(time.monotonic() - t0, 1)
+    con = duckdb.connect(str(work / "duck.db"))
+    con.execute("SET threads = 2; SET TimeZone = 'UTC'")
+
+    t0 = time.monotonic()
+    full = batch.run(spark, cfg, p, full=True)
+    full_s = time.monotonic() - t0
+    duck_s = duckdb_windows(cfg, con)
+    res.metrics["full"] = {"seconds": round(full_s, 2), "windows": full["windows_written"], "events": full["events_read"]}
+    res.metrics["duckdb"] = {"seconds": round(duck_s, 2)}
+    res.add_checks(compare_with_duckdb(cfg, con, full["cutoff"], "full"))
+
+    windows = n // 60_000 * sizes.sensors or sizes.sensors
+    late = max(1, int(windows * sizes.late_fraction))
+    late_rows = fill.events(spark, late, sizes.sensors, start, step_ms=max(1, n // late), prefix="late-")
+    fill.as_bronze(late_rows, "bench-bronze-late").write.format("delta").mode("append").saveAsTable(
+        naming.table("bronze", PIPELINE))
+    t0 = time.monotonic()
+    inc = batch.run(spark, cfg, p, full=False)
+    inc_s = time.monotonic() - t0
+    duckdb_windows(cfg, con)
+    res.metrics["incremental"] = {"seconds": round(inc_s, 2), "windows": inc["windows_written"], "mode": inc["mode"],
+                                  "late_events": late}
+    res.check("incremental run was incremental", "incremental", inc["mode"])
+    res.check("incremental rewrote at least the late windows", True, inc["windows_written"] >= late)
+    res.add_checks(compare_with_duckdb(cfg, con, inc["cutoff"], "incremental"))
+    res.ratios = {"full/duckdb": ratio(full_s, duck_s), "incremental/full": ratio(inc_s, full_s)}
+    res.settings = {"bronze_events_generated": n, "late_events": late, "late_windows_share": sizes.late_fraction,
+                    "duckdb_threads": 2, "spark.master": cfg.spark.master}
+    res.notes.append("batch timed in-process (spark_jobs.batch.run, the code 'tidewater batch' runs; no JVM start-up)"
+                     " incl. staging, quality gate and publish; DuckDB timed on the query over the live bronze files")
+    context["bronze_events"] = full["events_read"]
+    con.close()
+    return res.finish()

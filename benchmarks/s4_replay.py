@@ -1,0 +1,80 @@
+"""Scenario 4: Kappa replay of the topic into a new speed version, against scenario 1's catch-up rate.
+
+The topic is first topped up (Spark batch write) so that it holds ``sizes.batch_events`` records;
+the top-up events are stamped after everything already in the topic (from now + 2 minutes, still
+within the parser's one-day horizon) and spread evenly over partitions, so the watermark drops none.
+``spark_jobs.replay.replay`` (what ``tidewater replay`` runs) then rebuilds ``speed.<p>__v<N+1>``
+from offset 0 and switches serving to it. Rate = records / (first input batch start -> end of the
+batch reaching the topic end), from ``ops.stream_progress`` of the new version (JVM start excluded).
+Verified: sum(event_count) in the new version == records in the topic, and every window of v1
+has identical aggregates in the new version.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import fill
+from benchmarks.progress import span_seconds
+from benchmarks.result import ScenarioResult, ratio
+from benchmarks.sizes import Sizes
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+
+PIPELINE = "sensor_readings"
+
+
+def replay_missing() -> str | None:
+    try:
+        from lakehouse import serving  # noqa: F401
+        from spark_jobs import replay  # noqa: F401
+    except ImportError as exc:
+        return f"Kappa replay has not landed yet ({exc})"
+    return None
+
+
+def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
+    res = ScenarioResult(4, "Kappa replay")
+    missing = replay_missing()
+    if missing:
+        return res.skip(missing)
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.serving import refresh_view
+    from spark_jobs import replay
+    from spark_jobs.io.kafka_admin import ensure_topic, offsets
+    from spark_jobs.io.ops_reader import read_rows
+
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    ensure_topic(cfg, p.topic)
+    held = sum(end for _, end in offsets(cfg, p.topic).values())
+    top_up = max(0, sizes.batch_events - held)
+    if top_up:
+        start = (int(time.time() * 1000) + 120_000) // 60_000 * 60_000
+        res.metrics["top_up"] = fill.fill_topic(cfg, p.topic, fill.events(spark, top_up, sizes.sensors, start,
+                                                                          prefix="r-"))
+    records = sum(end for _, end in offsets(cfg, p.topic).values())
+    res.settings = {"records": records, "topped_up": top_up, "trigger": f"processingTime {cfg.spark.trigger_seconds} s",
+                    "maxOffsetsPerTrigger": cfg.spark.max_offsets_per_trigger, "queries": "speed only (no ingest)"}
+    out = replay.replay(cfg, p, lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=3600, log=print)
+    new = int(out["to_version"])
+    rows = [r for r in read_rows(cfg, "ops.stream_progress")
+            if r["pipeline"] == PIPELINE and r["query"] == "speed" and r["query_version"] == new]
+    seconds = span_seconds([(r["batch_time"], r["batch_duration_ms"] / 1000.0, r["input_rows"]) for r in rows])
+    eps = round(records / seconds) if seconds else None
+    res.metrics["replay"] = {"seconds": round(seconds or 0, 2), "events_per_s": eps, "records": records,
+                             "catch_up_seconds_incl_startup": out["catch_up_seconds"],
+                             "total_seconds_incl_switch": out["total_seconds"], "version": new}
+    table, v1 = naming.speed_table(PIPELINE, new), naming.speed_table(PIPELINE, 1)
+    total = spark.sql(f"SELECT sum(event_count) FROM {table}").collect()[0][0]
+    res.check("replayed sum(event_count) == records in the topic", records, int(total or 0))
+    differ = spark.sql(
+        f"SELECT count(*) FROM {v1} o LEFT JOIN {table} n ON o.sensor_id = n.sensor_id AND o.window_start = "
+        "n.window_start WHERE n.sensor_id IS NULL OR o.event_count != n.event_count OR o.min_temperature != "
+        "n.min_temperature OR o.max_temperature != n.max_temperature OR abs(o.avg_temperature - n.avg_temperature) "
+        "> 1e-9 * greatest(1.0, abs(o.avg_temperature))").collect()[0][0]
+    res.check("every v1 window is identical in the replayed version", 0, int(differ))
+    res.ratios = {"replay/catch-up(1a)": ratio(eps, (context.get("catchup") or {}).get("a_events_per_s"))}
+    res.notes.append("the replay runs the speed query alone (no ingest), scenario 1a runs ingest + speed")
+    return res.finish()

@@ -1,0 +1,27 @@
+"""Benchmark sizes. ``quick`` is the CI smoke size; ``medium`` a reduced full run; ``full`` the issue's sizes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Sizes:
+    name: str
+    catchup_events: int        # scenario 1 (and 6): pre-filled topic
+    sensors: int
+    latency_rates: tuple[int, ...]   # scenario 2: produce rates, events/s
+    latency_seconds: int             # scenario 2: seconds per rate
+    batch_events: int          # scenario 3 (and 4): bronze events
+    late_fraction: float       # scenario 3: share of windows touched by late data
+    serving_queries: int       # scenario 5: repetitions per query
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+SIZES = {
+    "quick": Sizes("quick", 100_000, 1_000, (1_000,), 20, 200_000, 0.01, 10),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 10_000_000, 0.01, 30),
+}

@@ -1,0 +1,52 @@
+"""``tidewater bench [--quick|--size S] [--scenarios 1,2,...]``: the benchmark suite (benchmarks/).
+
+Runs on its own isolated stack (temp data folder, free ports) and writes JSON, Markdown and PNG
+results to ``benchmarks/results/``. Exit status 1 if any scenario FAILED its correctness checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lakehouse.errors import TidewaterError
+
+
+def parse_scenarios(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        numbers = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise TidewaterError(f"bench: --scenarios {text!r} is not a list of numbers; use e.g. --scenarios 1,2,5") from None
+    bad = [n for n in numbers if not 1 <= n <= 6]
+    if bad or not numbers:
+        raise TidewaterError(f"bench: unknown scenario(s) {bad or text!r}; scenarios are numbered 1 to 6")
+    return numbers
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    repo = str(Path(__file__).resolve().parents[2])
+    if repo not in sys.path:  # benchmarks/ lives next to the packages, not inside the installed ones
+        sys.path.insert(0, repo)
+    try:
+        from benchmarks.harness import run_benchmarks
+    except ModuleNotFoundError as exc:
+        raise TidewaterError(f"bench: {exc.name} is missing; run from the repository root with '.[bench]' "
+                             "installed (pip install -e '.[dev,bench]')") from None
+    size = "quick" if args.quick else args.size
+    run = run_benchmarks(size, parse_scenarios(args.scenarios), keep_data=args.keep_data)
+    for r in run["results"]:
+        print(f"{r['id']}. {r['name']:<38} {r['status']:<8} {r['ratios']}")
+    print(f"results: {run['files']['markdown']}")
+    return 0 if run["ok"] else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("bench", help="run the benchmark suite (writes benchmarks/results/)")
+    p.add_argument("--quick", action="store_true", help="smoke sizes (what CI runs)")
+    p.add_argument("--size", choices=["quick", "medium", "full"], default="full", help="data sizes (default full)")
+    p.add_argument("--scenarios", help="comma-separated scenario numbers, e.g. 1,2 (default: all)")
+    p.add_argument("--keep-data", action="store_true", help="keep the temporary data folder for inspection")
+    p.set_defaults(handler=cmd_bench)

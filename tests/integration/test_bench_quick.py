@@ -1,0 +1,34 @@
+"""The benchmark harness in quick mode (scenarios 1-5) produces correct answers.
+
+One harness run (its own isolated stack: temp data folder, free ports, real Kafka, metastore,
+Spark, Delta) feeds one test per scenario. Each asserts that the scenario ran and every one of its
+correctness checks passed; timings are never asserted. A scenario whose dependency has not landed
+(batch layer, replay, Thrift server) is skipped with the harness's reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+
+@pytest.fixture(scope="module")
+def quick_run() -> dict[int, dict[str, Any]]:
+    from benchmarks.harness import run_benchmarks
+
+    run = run_benchmarks("quick", [1, 2, 3, 4, 5], write=False)
+    assert run["machine"]["cores"], "machine facts recorded"
+    return {r["id"]: r for r in run["results"]}
+
+
+@pytest.mark.parametrize("scenario", [1, 2, 3, 4, 5])
+def test_quick_scenario_is_correct(quick_run: dict[int, dict[str, Any]], scenario: int) -> None:
+    result = quick_run[scenario]
+    if result["status"] == "skipped":
+        pytest.skip(f"scenario {scenario}: {'; '.join(result['notes'])}")
+    failed = [c for c in result["checks"] if not c["ok"]]
+    assert result["status"] == "ok", f"scenario {scenario} {result['status']}: {result['notes'][:2]} failed checks {failed}"
+    assert result["checks"] and not failed
