@@ -1,10 +1,10 @@
 """The batch DataFrames each suite validates (GX validates batch frames, never streaming ones).
 
-* most kinds: the Delta table as it is (``staging`` keeps only rows to upsert);
+* most kinds: the Delta table as it is (a staging table keeps only its ``op = 'upsert'`` rows);
 * ``quarantine``: one row ``(bronze_rows, quarantine_rows, quarantine_rate)``;
 * ``serving_gap``: one row ``(cutoff, missing_windows)``, the windows that should be in the
   serving view (batch rows ending at or before the last published cutoff, speed rows of the active
-  version starting at or after it) but are not.
+  version ending after it; kappa: every speed row) but are not.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def table_frame(spark: SparkSession, kind: str, table: str) -> DataFrame:
     df = spark.table(table)
-    if kind == "staging" and "op" in df.columns:
+    if "op" in df.columns:  # a staging table: deleted windows carry no values
         df = df.where("op = 'upsert'")
     return df
 
@@ -56,13 +56,13 @@ def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, se
     grain = list(p.grain)
     serving = spark.table(serving_table).select(*grain)
     expected = None
-    if cutoff is not None and _exists(spark, naming.table("batch", p.name)):
+    if cutoff is not None and cfg.mode != "kappa" and _exists(spark, naming.table("batch", p.name)):
         expected = spark.table(naming.table("batch", p.name)).where(F.col("window_end") <= F.lit(cutoff)).select(*grain)
     speed_name = naming.speed_table(p.name, active_version_file(cfg, p.name))
     if _exists(spark, speed_name):
         speed = spark.table(speed_name)
-        if cutoff is not None:
-            speed = speed.where(F.col("window_start") >= F.lit(cutoff))
+        if cutoff is not None and cfg.mode != "kappa":
+            speed = speed.where(F.col("window_end") > F.lit(cutoff))
         expected = speed.select(*grain) if expected is None else expected.unionByName(speed.select(*grain))
     missing = 0 if expected is None else expected.join(serving, grain, "left_anti").count()
     return spark.createDataFrame([(cutoff, int(missing))], "cutoff timestamp, missing_windows bigint")

@@ -11,7 +11,7 @@ One suite per (kind, pipeline), named ``<kind>.<pipeline>``:
   keys not null, grain unique.
 * ``serving``: keys not null, grain (keys + window) unique; plus ``serving_gap``, a one-row frame
   (see :func:`expectations.frames.serving_gap_frame`): no batch window ending at or before the
-  last published cutoff and no speed window starting at or after it is missing from the view.
+  last published cutoff and no speed window ending after it is missing from the view.
 
 Running ``python -m expectations.suites`` writes every suite as JSON into the versioned context
 ``expectations/gx/expectations/`` (what is committed is what runs).

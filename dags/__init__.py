@@ -1,0 +1,1 @@
+"""Tidewater DAGs (Airflow DAG folder); ``dags.tidewater_common`` holds the shared helpers."""

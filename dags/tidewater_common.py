@@ -1,0 +1,99 @@
+"""Shared helpers of the Tidewater DAGs: run the ``tidewater`` CLI in a subprocess, decide on speed jobs.
+
+Every Spark job runs in its own process (the ``tidewater`` CLI), never inside the Airflow worker.
+Nothing here imports Spark; module import costs only a glob of the pipeline definitions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ARGS: dict[str, Any] = {"owner": "tidewater", "retries": 2, "retry_delay": timedelta(minutes=1)}
+STALL_TRIGGERS = 12          # progress older than this many trigger intervals (while lag > 0) = stalled
+STALL_MIN_SECONDS = 180
+
+
+def pipelines() -> list[str]:
+    """Names of the declared pipelines (``lakehouse/pipelines/*.yml``)."""
+    return sorted(p.stem for p in (REPO / "lakehouse" / "pipelines").glob("*.yml"))
+
+
+def mode() -> str:
+    return os.environ.get("TIDEWATER_MODE", "lambda")
+
+
+def batch_schedule() -> str:
+    return os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", "@hourly")
+
+
+def tidewater_bin() -> str:
+    here = Path(sys.executable).parent / "tidewater"
+    return str(here) if here.exists() else "tidewater"
+
+
+def run_tidewater(*args: str, check: bool = True, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """Run ``tidewater <args>``; its output goes to the task log. Non-zero exit fails the task."""
+    argv = [tidewater_bin(), *args]
+    print(f"$ {' '.join(argv)}", flush=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=str(REPO))
+    if proc.stdout:
+        print(proc.stdout, flush=True)
+    if proc.stderr:
+        print(proc.stderr[-20000:], file=sys.stderr, flush=True)
+    if check and proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"'tidewater {' '.join(args)}' exited {proc.returncode}: {' | '.join(tail)}")
+    return proc
+
+
+def last_json(stdout: str) -> dict[str, Any]:
+    """The last stdout line that parses as a JSON object (the CLI's machine-readable result)."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return dict(json.loads(line))
+            except ValueError:
+                continue
+    raise RuntimeError(f"no JSON result line in the command output: {stdout[-300:]!r}")
+
+
+def total_lag(status: dict[str, Any]) -> int:
+    lag = status.get("lag")
+    return sum(int(v) for v in lag.values()) if isinstance(lag, dict) else 0
+
+
+def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime | None = None) -> tuple[str, str]:
+    """What the supervisor does for one pipeline: (``start``|``restart``|``none``, reason).
+
+    ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and the
+    last recorded micro-batch older than ``STALL_TRIGGERS`` trigger intervals (min 3 minutes).
+    """
+    if not status.get("running"):
+        return "start", "not running"
+    lag = total_lag(status)
+    last = status.get("last_batch_time")
+    limit = max(STALL_TRIGGERS * max(trigger_seconds, 1), STALL_MIN_SECONDS)
+    if last is None or lag <= 0:
+        return "none", f"running (pid {status.get('pid')}), lag {lag}"
+    last_dt = last if isinstance(last, datetime) else datetime.fromisoformat(str(last))
+    if last_dt.tzinfo is None:
+        last_dt = last_dt.replace(tzinfo=UTC)
+    age = ((now or datetime.now(UTC)) - last_dt).total_seconds()
+    if age > limit:
+        return "restart", f"stalled: last batch {age:.0f}s ago (> {limit}s) with lag {lag}"
+    return "none", f"running (pid {status.get('pid')}), last batch {age:.0f}s ago, lag {lag}"
+
+
+def speed_status(pipeline: str) -> dict[str, Any]:
+    proc = run_tidewater("speed", "status", pipeline, "--json", check=False, timeout=120)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"speed status {pipeline} failed ({proc.returncode}): {proc.stderr[-500:]}")
+    return dict(json.loads(proc.stdout[proc.stdout.index("{"):]))

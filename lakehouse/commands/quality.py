@@ -1,0 +1,100 @@
+"""``tidewater check <pipeline> [--kind K]`` (GX suites) and ``tidewater maintenance`` (Delta housekeeping).
+
+``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
+(``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
+path. Exit 1 if a critical expectation failed (warnings, e.g. the quarantine rate, do not fail).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from lakehouse import naming
+from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from lakehouse.config import TidewaterConfig
+
+DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
+
+
+def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
+    """The table a suite kind validates (speed: the active version)."""
+    from lakehouse.commands.speed import active_version_file
+
+    if kind == "speed":
+        return naming.speed_table(pipeline, active_version_file(cfg, pipeline))
+    if kind == "staging":
+        return naming.staging_table("batch", pipeline)
+    return naming.table(kind, pipeline)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from expectations.runner import validate_table
+    from lakehouse.spark_session import get_spark
+
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    kinds = args.kind or [k for k in DEFAULT_KINDS if not (k == "batch" and cfg.mode == "kappa")]
+    spark = get_spark(cfg, f"tidewater-check-{p.name}")
+    failed, docs = [], ""
+    for kind in kinds:
+        table = args.table if args.table and len(kinds) == 1 else table_for(cfg, p.name, kind)
+        if not spark.catalog.tableExists(table):
+            if args.kind:
+                print(f"FAILED {kind}: table {table} does not exist; run the job that writes it first")
+                failed.append(kind)
+            else:
+                print(f"SKIPPED {kind}: table {table} does not exist yet")
+            continue
+        progress(f"validating {table} with suite {kind}.{p.name} …")
+        outcome = validate_table(cfg, p, kind, table, spark=spark, build_docs=not args.no_docs)
+        print(outcome.summary().replace(f"\n  Data Docs: {outcome.docs}", ""), flush=True)
+        docs = outcome.docs or docs
+        if not outcome.success:
+            failed.append(kind)
+    if docs:
+        print(f"Data Docs: {docs}")
+    print(json.dumps({"pipeline": p.name, "kinds": kinds, "failed": failed, "docs": docs}))
+    return 1 if failed else 0
+
+
+def cmd_maintenance(args: argparse.Namespace) -> int:
+    from lakehouse.pipeline import available_pipelines
+    from spark_jobs import maintenance
+
+    cfg = config_from(args)
+    parts = args.only or ["tables", "ops", "checkpoints"]
+    if args.retention_hours < maintenance.MIN_RETENTION_HOURS or args.ops_retention_days < 1:  # before any Spark start
+        maintenance.optimize_and_vacuum(None, args.retention_hours)  # type: ignore[arg-type]
+        maintenance.ops_retention(None, args.ops_retention_days)  # type: ignore[arg-type]
+    report: dict[str, object] = {"dry_run": args.dry_run}
+    if "checkpoints" in parts:
+        report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
+    if {"tables", "ops"} & set(parts):
+        from lakehouse.spark_session import get_spark
+
+        spark = get_spark(cfg, "tidewater-maintenance")
+        if "ops" in parts:
+            progress(f"deleting ops rows older than {args.ops_retention_days} days …")
+            report["ops_rows_deleted"] = maintenance.ops_retention(spark, args.ops_retention_days, args.dry_run)
+        if "tables" in parts:
+            progress(f"OPTIMIZE + VACUUM (retain {args.retention_hours} h) …")
+            report["tables"] = maintenance.optimize_and_vacuum(spark, args.retention_hours, args.dry_run)
+    print(json.dumps(report, default=str))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("check", help="run the Great Expectations suites on a pipeline's tables; build Data Docs")
+    add_pipeline_arg(p)
+    p.add_argument("--kind", action="append", choices=["bronze", "quarantine", "speed", "batch", "staging", "serving"],
+                   help="suite(s) to run (repeatable; default: bronze, quarantine, speed, batch, serving)")
+    p.add_argument("--table", help="validate this table instead of the kind's default (with one --kind)")
+    p.add_argument("--no-docs", action="store_true", help="skip the Data Docs rebuild")
+    p.set_defaults(handler=cmd_check)
+    p = sub.add_parser("maintenance", help="Delta OPTIMIZE/VACUUM, ops retention, retired checkpoint clean-up")
+    p.add_argument("--only", action="append", choices=["tables", "ops", "checkpoints"], help="run only these parts")
+    p.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention (>= 168)")
+    p.add_argument("--ops-retention-days", type=int, default=30, help="keep ops.* rows this many days")
+    p.add_argument("--dry-run", action="store_true", help="report what would be removed, change nothing")
+    p.set_defaults(handler=cmd_maintenance)

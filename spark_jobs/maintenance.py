@@ -1,0 +1,116 @@
+"""Housekeeping of the lakehouse (``tidewater maintenance``), safe to re-run at any time.
+
+* ``tables``: Delta ``OPTIMIZE`` then ``VACUUM ... RETAIN N HOURS`` on every Delta table of the
+  layer databases; N is never below 168 h (Delta's own safety limit, which keeps files that
+  running readers and streaming checkpoints may still need).
+* ``ops``: deletes ``ops.*`` rows older than N days (each table's own time column).
+* ``checkpoints``: removes checkpoint folders of retired speed-query versions: every
+  ``speed_v<N>`` other than the active version (``active_version_file``) and the previous one
+  (kept for rollback); nothing while a replay job is running. The ingest query (always v1) is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MIN_RETENTION_HOURS = 168
+OPS_TIME_COLUMNS = {"stream_progress": "recorded_at", "batch_runs": "staged_at", "reconciliation": "recorded_at"}
+_SPEED_CHECKPOINT = re.compile(r"^speed_v(\d+)$")
+
+
+def delta_tables(spark: SparkSession) -> list[str]:
+    """Every Delta table (not views) in the layer databases."""
+    out = []
+    for db in naming.LAYERS:
+        if not spark.catalog.databaseExists(db):
+            continue
+        for t in spark.catalog.listTables(db):
+            if t.tableType != "VIEW" and _is_delta(spark, f"{db}.{t.name}"):
+                out.append(f"{db}.{t.name}")
+    return sorted(out)
+
+
+def _is_delta(spark: SparkSession, table: str) -> bool:
+    try:
+        return str(spark.sql(f"DESCRIBE DETAIL {table}").first()["format"]) == "delta"
+    except Exception:  # not a Delta table (or vanished): nothing to maintain
+        return False
+
+
+def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool = False) -> list[dict[str, Any]]:
+    if retention_hours < MIN_RETENTION_HOURS:
+        raise TidewaterError(f"maintenance: retention {retention_hours} h is below the safe minimum "
+                             f"{MIN_RETENTION_HOURS} h; use --retention-hours {MIN_RETENTION_HOURS} or more")
+    report = []
+    for table in delta_tables(spark):
+        row: dict[str, Any] = {"table": table}
+        if not dry_run:
+            metrics = spark.sql(f"OPTIMIZE {table}").first()["metrics"]
+            row["files_removed"] = int(metrics["numFilesRemoved"])
+            row["files_added"] = int(metrics["numFilesAdded"])
+        vacuum = f"VACUUM {table} RETAIN {retention_hours} HOURS{' DRY RUN' if dry_run else ''}"
+        row["vacuumed"] = spark.sql(vacuum).count() if dry_run else "done"
+        report.append(row)
+    return report
+
+
+def ops_retention(spark: SparkSession, days: int, dry_run: bool = False) -> dict[str, int]:
+    if days < 1:
+        raise TidewaterError(f"maintenance: ops retention {days} days is too short; use --ops-retention-days 1 or more")
+    deleted = {}
+    for name, column in OPS_TIME_COLUMNS.items():
+        table = naming.ops_table(name)
+        if not spark.catalog.tableExists(table):
+            continue
+        predicate = f"{column} < current_timestamp() - INTERVAL {int(days)} DAYS"
+        old = spark.table(table).where(predicate).count()
+        if old and not dry_run:
+            spark.sql(f"DELETE FROM {table} WHERE {predicate}")
+        deleted[table] = old
+    return deleted
+
+
+def previous_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
+    """The rollback target recorded by replay (``versions/<p>.previous``), else ``active - 1``."""
+    try:
+        return int((naming.versions_dir(cfg) / f"{pipeline}.previous").read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return active - 1
+
+
+def retired_checkpoints(cfg: TidewaterConfig, pipeline: str, active: int) -> list[Path]:
+    """Speed-query checkpoint folders of versions other than the active one and the rollback target."""
+    root = naming.checkpoint_dir(cfg, pipeline, "speed", active).parent
+    keep = {active, previous_version(cfg, pipeline, active)}
+    out = []
+    for folder in sorted(root.glob("speed_v*")) if root.is_dir() else []:
+        match = _SPEED_CHECKPOINT.match(folder.name)
+        if match and int(match.group(1)) not in keep:
+            out.append(folder)
+    return out
+
+
+def clean_checkpoints(cfg: TidewaterConfig, pipelines: list[str], dry_run: bool = False) -> list[str]:
+    from lakehouse.commands.speed import active_version_file, speed_process
+
+    removed = []
+    for pipeline in pipelines:
+        active = active_version_file(cfg, pipeline)
+        running_replays = list(naming.run_dir(cfg).glob(f"replay-{pipeline}*.pid"))
+        if running_replays and any(speed_process(cfg, pipeline, f.stem).running() for f in running_replays):
+            continue  # a replay is writing a new version right now: leave everything alone
+        for folder in retired_checkpoints(cfg, pipeline, active):
+            if not dry_run:
+                shutil.rmtree(folder)
+            removed.append(str(folder))
+    return removed
