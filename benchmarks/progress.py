@@ -2,14 +2,15 @@
 
 Catch-up time is measured from the start of the first micro-batch that read input to the end of
 the batch whose end offsets reach the topic's end offsets, so JVM start-up is not counted.
-``phase_breakdown`` sums ``durationMs`` per phase (addBatch, getBatch, walCommit, ...) of every
-``QueryProgressEvent`` in a Spark event log, and ``sql_breakdown`` sums SQL execution time per
-statement kind (MERGE, UPDATE, append ...), the Spark-UI evidence for the bottleneck.
+``sql_breakdown`` sums SQL execution time per description (micro-batch writes, the MERGE, the
+progress recorder's appends ...) from a Spark event log: the Spark-UI evidence for the bottleneck.
+(Spark 4 does not write ``QueryProgressEvent`` to the event log; the jobs dump their progress.)
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +41,7 @@ def spark_progress_batches(progress: list[dict[str, Any]]) -> list[tuple[datetim
 
 def _events(log_dir: Path) -> list[dict[str, Any]]:
     out = []
-    for f in sorted(log_dir.glob("*")):
+    for f in sorted(log_dir.rglob("*")):
         if f.is_file():
             for line in f.read_text(errors="replace").splitlines():
                 try:
@@ -50,23 +51,12 @@ def _events(log_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def phase_breakdown(log_dir: Path) -> dict[str, dict[str, float]]:
-    """query name -> phase -> total seconds (from QueryProgressEvent durationMs)."""
-    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for ev in _events(log_dir):
-        if ev.get("Event", "").endswith("QueryProgressEvent") and int(ev["progress"].get("numInputRows", 0)) > 0:
-            prog = ev["progress"]
-            for phase, ms in (prog.get("durationMs") or {}).items():
-                totals[prog.get("name") or "?"][phase] += ms / 1000.0
-    return {q: {k: round(v, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])} for q, d in totals.items()}
-
-
 def _kind(description: str) -> str:
-    text = " ".join(description.split()).upper()
-    for word in ("MERGE", "UPDATE", "SELECT MAX(MAX_EVENT_TIME)", "INSERT", "CREATE"):
-        if word in text:
-            return word.split("(")[0].lower()
-    return text[:40].lower() or "other"
+    """Group SQL executions: drop query/run ids and line numbers from the description."""
+    text = re.sub(r"\s+", " ", description)
+    text = re.sub(r"(id|runId) = [0-9a-f-]+[,\]]?", "", text)
+    text = re.sub(r"(:\d+|batch = \d+)", "", text).strip()
+    return text[:70] or "other"
 
 
 def sql_breakdown(log_dir: Path) -> dict[str, float]:

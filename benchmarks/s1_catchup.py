@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import fill
-from benchmarks.progress import event_log_args, phase_breakdown, reached, span_seconds, spark_progress_batches
+from benchmarks.progress import event_log_args, reached, span_seconds, spark_progress_batches, sql_breakdown
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
 from benchmarks.stack import REPO
@@ -35,6 +35,7 @@ def _ops_batches(cfg: TidewaterConfig, query: str) -> list[dict[str, Any]]:
 
 
 def _caught_up(cfg: TidewaterConfig, topic: str, target: dict[int, int]) -> bool:
+    """Both speed-layer queries recorded end offsets at the topic end in ops.stream_progress."""
     from lakehouse.commands.speed import parse_offsets
 
     for query in ("ingest", "speed"):
@@ -44,43 +45,34 @@ def _caught_up(cfg: TidewaterConfig, topic: str, target: dict[int, int]) -> bool
     return True
 
 
-def run_tidewater(cfg: TidewaterConfig, topic: str, target: dict[int, int], events: int, logs: Path,
-                  timeout: float) -> dict[str, Any]:
-    from lakehouse.commands.speed import start_speed, stop_speed
+def phases(progress: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds per durationMs phase (addBatch, getBatch, walCommit, ...) summed over input batches."""
+    out: dict[str, float] = {}
+    for prog in progress:
+        if int(prog.get("numInputRows") or 0) > 0:
+            for phase, ms in (prog.get("durationMs") or {}).items():
+                out[phase] = out.get(phase, 0.0) + ms / 1000.0
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
-    os.environ["PYSPARK_SUBMIT_ARGS"] = event_log_args(logs)
+
+def run_job(module: str, args: list[str], events: int, work: Path, name: str, timeout: float) -> dict[str, Any]:
+    """Run a catch-up job subprocess; rate from its dumped progress (first input batch -> target)."""
+    progress_file = work / f"{name}-progress.json"
+    logs = work / f"eventlog-{name}"
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": event_log_args(logs)}
+    cmd = [sys.executable, "-m", module, *args, "--progress", str(progress_file)]
     started = time.monotonic()
-    try:
-        start_speed(cfg, PIPELINE, 1)
-        while not _caught_up(cfg, topic, target):
-            if time.monotonic() - started > timeout:
-                raise TimeoutError(f"speed layer did not catch up within {timeout:.0f} s")
-            time.sleep(2)
-        wall = time.monotonic() - started
-    finally:
-        stop_speed(cfg, PIPELINE)
-        os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
-    batches = [(r["batch_time"], r["batch_duration_ms"] / 1000.0, r["input_rows"])
-               for q in ("ingest", "speed") for r in _ops_batches(cfg, q) if r["batch_time"]]
-    seconds = span_seconds(batches)
-    return {"seconds": round(seconds or 0, 2), "events_per_s": round(events / seconds) if seconds else None,
-            "wall_seconds_incl_startup": round(wall, 1), "phases_s": phase_breakdown(logs),
-            "micro_batches": max(len(_ops_batches(cfg, "ingest")), len(_ops_batches(cfg, "speed")))}
-
-
-def run_baseline(topic: str, target: dict[int, int], events: int, work: Path, timeout: float) -> dict[str, Any]:
-    progress_file = work / "baseline-progress.json"
-    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": event_log_args(work / "eventlog-baseline")}
-    cmd = [sys.executable, "-m", "benchmarks.baseline_job", "--topic", topic, "--target",
-           json.dumps({str(k): v for k, v in target.items()}), "--out", str(work / "baseline"),
-           "--progress", str(progress_file)]
-    started = time.monotonic()
-    with open(work / "baseline.log", "w") as log:
+    with open(work / f"{name}.log", "w") as log:
         subprocess.run(cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=True)
     wall = time.monotonic() - started
-    seconds = span_seconds(spark_progress_batches(json.loads(progress_file.read_text())))
+    dumped = json.loads(progress_file.read_text())
+    per_query = dumped if isinstance(dumped, dict) else {name: dumped}
+    batches = [b for prog in per_query.values() for b in spark_progress_batches(prog)]
+    seconds = span_seconds(batches)
     return {"seconds": round(seconds or 0, 2), "events_per_s": round(events / seconds) if seconds else None,
-            "wall_seconds_incl_startup": round(wall, 1), "phases_s": phase_breakdown(work / "eventlog-baseline")}
+            "wall_seconds_incl_startup": round(wall, 1),
+            "micro_batches": max(sum(1 for p in prog if p.get("numInputRows")) for prog in per_query.values()),
+            "phases_s": {q: phases(prog) for q, prog in per_query.items()}, "sql_s": sql_breakdown(logs)}
 
 
 def run_consumer_perf(cfg: TidewaterConfig, topic: str, events: int) -> dict[str, Any]:
@@ -112,14 +104,18 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     expected = fill.expected_totals(gen)
     timeout = max(600.0, n / 2_000)
 
-    a = res.metrics["a_tidewater"] = run_tidewater(cfg, p.topic, target, n, work / "eventlog-tidewater", timeout)
+    target_arg = json.dumps({str(k): v for k, v in target.items()})
+    a = res.metrics["a_tidewater"] = run_job("benchmarks.tidewater_job", ["--target", target_arg], n, work,
+                                             "tidewater", timeout)
     res.check("a: bronze count == produced valid events", n,
               spark.sql(f"SELECT count(*) FROM {naming.table('bronze', PIPELINE)}").collect()[0][0])
     res.check("a: quarantine is empty", 0,
               spark.sql(f"SELECT count(*) FROM {naming.table('quarantine', PIPELINE)}").collect()[0][0])
     res.add_checks(fill.compare_totals(expected, fill.table_totals(spark, naming.speed_table(PIPELINE)), "a: speed"))
 
-    b = res.metrics["b_baseline"] = run_baseline(p.topic, target, n, work, timeout)
+    b = res.metrics["b_baseline"] = run_job(
+        "benchmarks.baseline_job", ["--topic", p.topic, "--target", target_arg, "--out", str(work / "baseline")], n,
+        work, "baseline", timeout)
     latest = (f"(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY sensor_id, window_start ORDER BY batch_id DESC)"
               f" AS rn FROM delta.`{work / 'baseline' / 'table'}`) WHERE rn = 1)")
     res.add_checks(fill.compare_totals(expected, fill.table_totals(spark, latest), "b: baseline"))

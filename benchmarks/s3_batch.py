@@ -17,6 +17,7 @@ from typing import Any
 from benchmarks import fill
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
+from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
@@ -29,6 +30,9 @@ FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY kafka_partitio
 
 
 def batch_missing() -> str | None:
+    why = not_landed('spark_jobs/batch.py', 'spark_jobs/batch_runs.py', 'lakehouse/serving.py')
+    if why:
+        return f"the batch layer has not landed: {why}"
     try:
         from spark_jobs import batch  # noqa: F401
     except ImportError as exc:

@@ -20,6 +20,7 @@ from benchmarks import fill
 from benchmarks.progress import span_seconds
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
+from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
@@ -27,6 +28,9 @@ PIPELINE = "sensor_readings"
 
 
 def replay_missing() -> str | None:
+    why = not_landed('spark_jobs/replay.py', 'lakehouse/serving.py')
+    if why:
+        return f"Kappa replay has not landed: {why}"
     try:
         from lakehouse import serving  # noqa: F401
         from spark_jobs import replay  # noqa: F401

@@ -13,6 +13,7 @@ from typing import Any
 
 from benchmarks.result import ScenarioResult
 from benchmarks.sizes import Sizes
+from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
@@ -20,6 +21,9 @@ PIPELINE = "sensor_readings"
 
 
 def thrift_missing() -> str | None:
+    why = not_landed('infra/services/thrift_server.py')
+    if why:
+        return f"the Spark Thrift Server service has not landed: {why}"
     try:
         from pyhive import hive  # noqa: F401
 

@@ -20,8 +20,7 @@ from lakehouse.config import TidewaterConfig
 
 FLINK_PYTHON = REPO / "benchmarks" / ".venv-flink" / "bin" / "python"
 JARS = REPO / ".cache" / "jars" / "flink"
-SETUP = ("create it with: python3.11 -m venv benchmarks/.venv-flink && benchmarks/.venv-flink/bin/pip install "
-         "apache-flink==2.2.1; fetch the connector with: mvn -s infra/maven/settings.xml -f infra/pom.xml -P bench package")
+SETUP = "run benchmarks/setup-flink.sh (separate venv + connector jar through Maven profile bench)"
 
 
 def flink_missing() -> str | None:

@@ -54,3 +54,17 @@ def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
                 os.environ[key] = value
         if not keep:
             shutil.rmtree(data, ignore_errors=True)
+
+
+def not_landed(*paths: str) -> str | None:
+    """Why a dependency is unavailable: a file missing, or (in a git checkout) not committed yet."""
+    import subprocess
+
+    for rel in paths:
+        if not (REPO / rel).exists():
+            return f"{rel} does not exist yet"
+        if (REPO / ".git").exists():
+            tracked = subprocess.run(["git", "ls-files", "--error-unmatch", rel], cwd=REPO, capture_output=True)
+            if tracked.returncode != 0:
+                return f"{rel} is not committed yet (work in progress of another engineer)"
+    return None

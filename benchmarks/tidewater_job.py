@@ -1,0 +1,70 @@
+"""Scenario 1a: the Tidewater speed layer exactly as ``spark_jobs.speed`` runs it (same locks,
+``start_queries`` for ingest + speed, ``ProgressRecorder`` into ``ops.stream_progress``), plus a
+stop condition: both queries' end offsets reach ``--target``. On exit every query's progress
+events (with the ``durationMs`` phase breakdown) are written to ``--progress`` as JSON.
+
+Run: ``python -m benchmarks.tidewater_job --target '{"0": 25000, ...}' --progress FILE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+PIPELINE = "sensor_readings"
+
+
+def _end(progress: Any, topic: str) -> dict[str, Any]:
+    end = (json.loads(progress.json).get("sources") or [{}])[0].get("endOffset") or {}
+    end = json.loads(end) if isinstance(end, str) else end
+    return dict(end.get(topic, {}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.tidewater_job")
+    ap.add_argument("--target", required=True, help="JSON {partition: end offset}")
+    ap.add_argument("--progress", required=True)
+    args = ap.parse_args(argv)
+    target = {int(k): int(v) for k, v in json.loads(args.target).items()}
+
+    from benchmarks.progress import reached
+    from lakehouse.config import load_config
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.spark_session import get_spark
+    from spark_jobs.io.progress_recorder import ProgressRecorder
+    from spark_jobs.speed import acquire_locks, start_queries
+
+    cfg = load_config()
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    locks = acquire_locks(cfg, p.name, 1, ["ingest", "speed"])
+    spark = get_spark(cfg, f"tidewater-speed-{p.name}-v1")
+    queries = start_queries(spark, cfg, p, 1, ["ingest", "speed"])
+    recorder = ProgressRecorder(spark, p.name, 1, queries)
+    recorder.start()
+    try:
+        while all(q.isActive for q in queries.values()):
+            done = [bool(q.recentProgress) and reached(_end(q.recentProgress[-1], p.topic), target)
+                    for q in queries.values()]
+            if all(done):
+                break
+            time.sleep(0.5)
+        failed = [f"{n}: {q.exception()}" for n, q in queries.items() if not q.isActive and q.exception()]
+        if failed:
+            raise SystemExit(f"tidewater_job: query failed: {failed}")
+    finally:
+        for q in queries.values():
+            if q.isActive:
+                q.stop()
+        recorder.stop()
+        dump = {n: [json.loads(pr.json) for pr in q.recentProgress] for n, q in queries.items()}
+        Path(args.progress).write_text(json.dumps(dump))
+        for lock in locks:
+            lock.close()
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
