@@ -1,7 +1,7 @@
 """Scenario 6 peer: the sensor_readings aggregation in Flink SQL, run by PyFlink in benchmarks/.venv-flink.
 
-Kafka source (JSON, event time from ``timestamp`` ms, watermark 2 minutes, bounded at the latest
-offsets so the job ends when the backlog is consumed) -> TUMBLE 1 minute per sensor_id with count,
+Kafka source (JSON, event time from ``timestamp`` ms, watermark 2 minutes, bounded at the given end
+offsets, scenario 1's backlog, so the job ends when it is consumed) -> TUMBLE 1 minute per sensor_id with count,
 avg, min, max -> totals over all windows, collected to the client. Prints one JSON line:
 ``{"seconds": s, "totals": {...}}`` where ``seconds`` runs from job submission to the last result.
 
@@ -21,7 +21,8 @@ SOURCE = """CREATE TABLE readings (
 ) WITH (
   'connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}',
   'properties.group.id' = 'bench-flink', 'scan.startup.mode' = 'earliest-offset',
-  'scan.bounded.mode' = 'latest-offset', 'format' = 'json', 'json.ignore-parse-errors' = 'false'
+  'scan.bounded.mode' = 'specific-offsets', 'scan.bounded.specific-offsets' = '{until}',
+  'format' = 'json', 'json.ignore-parse-errors' = 'false'
 )"""
 
 WINDOWS = """SELECT sensor_id, window_start, window_end, COUNT(*) AS event_count, AVG(temperature) AS avg_t,
@@ -38,6 +39,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--jar", required=True)
+    ap.add_argument("--until", required=True, help="end offsets: partition:0,offset:N;partition:1,offset:M")
     ap.add_argument("--parallelism", type=int, default=2)
     args = ap.parse_args()
 
@@ -50,7 +52,7 @@ def main() -> None:
                        "table.exec.mini-batch.allow-latency": "1 s", "table.exec.mini-batch.size": "10000",
                        "taskmanager.memory.process.size": "2g"}.items():
         conf.set(key, value)
-    env.execute_sql(SOURCE.format(topic=args.topic, bootstrap=args.bootstrap))
+    env.execute_sql(SOURCE.format(topic=args.topic, bootstrap=args.bootstrap, until=args.until))
     started = time.monotonic()
     result = env.execute_sql(TOTALS.format(windows=WINDOWS))
     last = None

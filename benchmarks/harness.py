@@ -86,7 +86,9 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     run["results"] = [context["results"][n].as_dict() for n in chosen]
     run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
     if write:
-        from benchmarks.report import write_report
+        from benchmarks.report import update_readme, write_report
 
         run["files"] = write_report(run, RESULTS, f"{started_at:%Y%m%dT%H%M%SZ}-{size}")
+        if size != "quick":
+            update_readme(RESULTS.parent / "README.md", run, Path(run["files"]["markdown"]))
     return run

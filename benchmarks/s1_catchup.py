@@ -122,7 +122,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
 
     c = res.metrics["c_consumer_perf"] = run_consumer_perf(cfg, p.topic, n)
     res.check("c: ConsumerPerformance consumed every event", n, c["consumed"])
-    context["catchup"] = {"topic": p.topic, "events": n, "expected": expected, "a_events_per_s": a["events_per_s"]}
+    context["catchup"] = {"topic": p.topic, "events": n, "expected": expected, "a_events_per_s": a["events_per_s"],
+                          "offsets": target}
     res.ratios = {"a/b": ratio(a["events_per_s"], b["events_per_s"]), "a/c": ratio(a["events_per_s"], c["events_per_s"])}
     res.notes.append("events/s = events / (end of the batch reaching the topic end - start of the first input batch);"
                      " JVM start-up excluded (wall time incl. start-up is also reported)")

@@ -97,6 +97,15 @@ def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]])
     return out
 
 
+def _require_running(cfg: TidewaterConfig) -> None:
+    from lakehouse.commands.speed import speed_process
+
+    proc = speed_process(cfg, PIPELINE)
+    if not proc.running():
+        raise RuntimeError(f"the speed job exited; log {proc.log_file}: "
+                           + " | ".join(line for line in proc.tail(200).splitlines() if "speed:" in line)[-400:])
+
+
 def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int) -> tuple[dict[str, Any], dict[str, Any]]:
     prefix = f"lat{rate}-s-"
     polls: list[tuple[float, int]] = []
@@ -117,8 +126,9 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int) -> t
     chunks, windows = produce(cfg, topic, rate, seconds, prefix)
     produced_s = time.time() - t0
     total = chunks[-1][0]
-    deadline = time.time() + 180
+    deadline = time.time() + max(180, total / 1000)  # a rate above capacity leaves a backlog to drain
     while time.time() < deadline and (not polls or polls[-1][1] < total):
+        _require_running(cfg)
         time.sleep(POLL_S)
     stop.set()
     poller.join(timeout=30)
@@ -144,6 +154,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         target = {part: end for part, (_, end) in offsets(cfg, p.topic).items()}
         deadline = time.time() + 600
         while sum(target.values()) and not _caught_up(cfg, p.topic, target) and time.time() < deadline:
+            _require_running(cfg)
             time.sleep(2)
         time.sleep(cfg.spark.trigger_seconds + 5)  # the job is idle and warm before producing
         all_windows: dict[int, dict[str, list[float]]] = {}

@@ -44,12 +44,16 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         p = load_pipeline(PIPELINE, cfg.pipelines)
         gen = fill.events(spark, sizes.catchup_events, sizes.sensors, fill.base_ms())
         fill.fill_topic(cfg, p.topic, gen)
-        catchup = {"topic": p.topic, "events": sizes.catchup_events, "expected": fill.expected_totals(gen)}
+        from spark_jobs.io.kafka_admin import offsets
+
+        catchup = {"topic": p.topic, "events": sizes.catchup_events, "expected": fill.expected_totals(gen),
+                   "offsets": {part: end for part, (_, end) in offsets(cfg, p.topic).items()}}
     jar = sorted(JARS.glob("flink-sql-connector-kafka-*.jar"))[-1]
     res.settings = {"flink": "apache-flink 2.2.1 (PyPI), local mini-cluster", "connector": jar.name,
                     "parallelism": 2, "watermark": "2 minutes", "mini_batch": "1 s / 10000 rows"}
     cmd = [str(FLINK_PYTHON), str(REPO / "benchmarks" / "flink_job.py"), "--bootstrap", cfg.kafka.bootstrap,
-           "--topic", catchup["topic"], "--jar", str(jar)]
+           "--topic", catchup["topic"], "--jar", str(jar),
+           "--until", ";".join(f"partition:{k},offset:{v}" for k, v in sorted(catchup["offsets"].items()))]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=work)
     (work / "flink.log").write_text(proc.stdout + proc.stderr)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -23,6 +23,17 @@ def _end(progress: Any, topic: str) -> dict[str, Any]:
     return dict(end.get(topic, {}))
 
 
+def quiesce(queries: dict[str, Any], timeout: float = 120.0) -> None:
+    """Wait until no query is inside a trigger (twice in a row), so stopping never interrupts a
+    batch. (Spark 4.1.1: a query stopped inside a no-data batch fails on restart with an NPE in
+    ``KafkaMicroBatchStream.metrics`` when it re-runs that batch from the offset log.)"""
+    deadline, idle = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline and idle < 2:
+        busy = any(q.isActive and q.status.get("isTriggerActive") for q in queries.values())
+        idle = 0 if busy else idle + 1
+        time.sleep(1.0)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.tidewater_job")
     ap.add_argument("--target", required=True, help="JSON {partition: end offset}")
@@ -51,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             if all(done):
                 break
             time.sleep(0.5)
+        quiesce(queries)
         failed = [f"{n}: {q.exception()}" for n, q in queries.items() if not q.isActive and q.exception()]
         if failed:
             raise SystemExit(f"tidewater_job: query failed: {failed}")
