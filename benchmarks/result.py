@@ -28,6 +28,7 @@ class ScenarioResult:
 
     def finish(self) -> ScenarioResult:
         """A wrong answer is a failure, however fast: any failed check marks the scenario FAILED."""
+        self.notes = list(dict.fromkeys(self.notes))
         if self.status == "ok" and any(not c["ok"] for c in self.checks):
             self.status = "FAILED"
         if self.status == "ok" and not self.checks:

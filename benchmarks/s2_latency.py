@@ -97,6 +97,22 @@ def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]])
     return out
 
 
+def batch_stats(cfg: TidewaterConfig, since: float, until: float) -> dict[str, Any]:
+    """Micro-batches of the speed job between two times (ops.stream_progress): count, mean/max seconds."""
+    from datetime import UTC, datetime
+
+    from spark_jobs.io.ops_reader import read_rows
+
+    lo, hi = (datetime.fromtimestamp(t, UTC).replace(tzinfo=None) for t in (since, until))
+    out: dict[str, Any] = {}
+    for query in ("ingest", "speed"):
+        secs = [r["batch_duration_ms"] / 1000.0 for r in read_rows(cfg, "ops.stream_progress")
+                if r["query"] == query and r["input_rows"] and r["batch_time"] and lo <= r["batch_time"] <= hi]
+        if secs:
+            out[query] = {"batches": len(secs), "mean_s": round(sum(secs) / len(secs), 1), "max_s": round(max(secs), 1)}
+    return out
+
+
 def _require_running(cfg: TidewaterConfig) -> None:
     from lakehouse.commands.speed import speed_process
 
@@ -133,7 +149,8 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int) -> t
     stop.set()
     poller.join(timeout=30)
     metrics = {"events": total, "achieved_rate": round(total / produced_s), **percentiles(chunks, polls),
-               "polls": len(polls), "visible_at_end": polls[-1][1] if polls else 0}
+               "polls": len(polls), "visible_at_end": polls[-1][1] if polls else 0,
+               "speed_job_batches": batch_stats(cfg, t0, time.time())}
     return metrics, windows
 
 

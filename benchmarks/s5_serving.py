@@ -33,6 +33,19 @@ def thrift_missing() -> str | None:
     return None
 
 
+def normalize(row: Any) -> tuple[Any, ...]:
+    """Driver-neutral values: timestamps as 'YYYY-MM-DD HH:MM:SS' text, floats rounded to 9 places."""
+    out: list[Any] = []
+    for v in row:
+        if isinstance(v, float):
+            out.append(round(v, 9))
+        elif isinstance(v, (datetime, str)):
+            out.append(str(v)[:19])
+        else:
+            out.append(v)
+    return tuple(out)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
@@ -84,8 +97,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                 if i >= 2:
                     timings.append(time.perf_counter() - t0)
             res.check(f"{name}: JDBC rows == Spark rows", len(expected), len(got),
-                      len(expected) > 0 and [tuple(str(v) for v in r) for r in got]
-                      == [tuple(str(v) for v in r) for r in expected])
+                      len(expected) > 0 and [normalize(r) for r in got] == [normalize(r) for r in expected])
             res.metrics[name] = {"p50_s": percentile(timings, 0.5), "p95_s": percentile(timings, 0.95),
                                  "mean_s": round(statistics.mean(timings), 4), "rows": len(got)}
         conn.close()
