@@ -42,7 +42,7 @@ def markdown(run: dict[str, Any], charts: list[str]) -> str:
     lines += ["", "## Settings and notes", ""]
     for r in run["results"]:
         lines.append(f"- **{r['id']}. {r['name']}**: settings `{json.dumps(r['settings'])}`")
-        lines += [f"  - {n.splitlines()[0][:400]}" for n in r["notes"] if n.strip()]
+        lines += [f"  - {n.splitlines()[0][:400]}" for n in dict.fromkeys(r["notes"]) if n.strip()]
         lines += [f"  - check FAILED: {c['name']}: expected {c['expected']}, got {c['actual']}"
                   for c in r["checks"] if not c["ok"]]
     lines += ["", *[f"![{Path(c).stem}]({Path(c).name})" for c in charts], ""]
@@ -66,7 +66,10 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
     if bars:
         fig, ax = plt.subplots(figsize=(8, 4))
         ax.barh([b[0] for b in bars], [b[1] for b in bars], color="#2b7bba")
-        ax.set_xlabel("events / s (same run, same machine)")
+        for i, (_, value) in enumerate(bars):
+            ax.text(value, i, f" {value:,.0f}", va="center", fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("events / s, log scale (same run, same machine)")
         ax.set_title("Catch-up throughput")
         fig.tight_layout()
         path = folder / f"{stem}-throughput.png"
