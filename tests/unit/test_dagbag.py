@@ -1,0 +1,80 @@
+"""DagBag integrity: the five Tidewater DAGs import cleanly, fast, with tags, retries and an owner;
+plus the speed supervisor's pure decision rule."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+EXPECTED = {"tidewater_speed", "tidewater_batch", "tidewater_replay", "tidewater_quality", "tidewater_maintenance"}
+
+
+@pytest.fixture(scope="module")
+def dagbag(tmp_path_factory):  # type: ignore[no-untyped-def]
+    os.environ.setdefault("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
+    os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    from airflow.dag_processing.dagbag import DagBag
+
+    started = time.monotonic()
+    bag = DagBag(str(DAGS))
+    print(f"\nDagBag filled in {time.monotonic() - started:.3f}s")
+    for stat in sorted(bag.dagbag_stats, key=lambda s: s.file):
+        print(f"  parse {stat.file:<28} {stat.duration.total_seconds() * 1000:7.1f} ms  {stat.task_num} tasks")
+    return bag
+
+
+def test_no_import_errors_and_all_dags_present(dagbag) -> None:  # type: ignore[no-untyped-def]
+    assert dagbag.import_errors == {}
+    assert set(dagbag.dag_ids) >= EXPECTED
+
+
+def test_every_dag_has_tags_retries_and_owner(dagbag) -> None:  # type: ignore[no-untyped-def]
+    for dag_id in EXPECTED:
+        dag = dagbag.dags[dag_id]
+        assert "tidewater" in dag.tags, dag_id
+        for t in dag.tasks:
+            assert t.owner and t.owner != "airflow", (dag_id, t.task_id)
+            assert t.retries is not None, (dag_id, t.task_id)
+        if dag_id != "tidewater_replay":  # replay is a manual, long action: a human retries it
+            assert all(t.retries >= 1 for t in dag.tasks), dag_id
+
+
+def test_each_file_parses_quickly(dagbag) -> None:  # type: ignore[no-untyped-def]
+    slow = [(s.file, s.duration.total_seconds()) for s in dagbag.dagbag_stats if s.duration.total_seconds() > 2.0]
+    assert not slow, f"DAG files doing heavy top-level work: {slow}"
+
+
+def test_batch_dag_wires_write_audit_publish(dagbag) -> None:  # type: ignore[no-untyped-def]
+    dag = dagbag.dags["tidewater_batch"]
+    publish = dag.get_task("sensor_readings.publish")
+    assert {"sensor_readings.validate", "sensor_readings.stage"} <= publish.upstream_task_ids
+    assert [o.name for o in publish.outlets] == ["batch.sensor_readings"]
+    assert [o.name for o in dag.get_task("sensor_readings.refresh_serving").outlets] == ["serving.sensor_readings"]
+    assert dag.catchup is False
+    replay = dagbag.dags["tidewater_replay"]
+    assert type(replay.timetable).__name__ == "NullTimetable"  # manual only
+    assert set(replay.params.keys()) == {"pipeline", "rollback"}
+
+
+def test_speed_decision_rule() -> None:
+    import sys
+
+    sys.path.insert(0, str(DAGS.parent))
+    from dags.tidewater_common import last_json, speed_decision
+
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert speed_decision({"running": False}, 5, now)[0] == "start"
+    fresh = {"running": True, "pid": 1, "lag": {"0": 10}, "last_batch_time": now - timedelta(seconds=20)}
+    assert speed_decision(fresh, 5, now)[0] == "none"
+    stalled = {**fresh, "last_batch_time": (now - timedelta(minutes=10)).isoformat()}
+    assert speed_decision(stalled, 5, now)[0] == "restart"
+    idle = {**stalled, "lag": {"0": 0}}  # no data waiting: an old batch is not a stall
+    assert speed_decision(idle, 5, now)[0] == "none"
+    assert last_json('… staging\n{"run_id": "r1", "windows": 3}\n') == {"run_id": "r1", "windows": 3}
