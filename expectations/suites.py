@@ -8,7 +8,7 @@ One suite per (kind, pipeline), named ``<kind>.<pipeline>``:
   below ``quality.max_quarantine_rate`` (default 5 %). Severity *warning*: it never fails a task.
 * ``speed`` / ``batch`` / ``staging``: ``window_end > window_start``, count aggregates >= 1,
   ``min <= avg <= max`` (and ``min <= max``) for every column the pipeline aggregates both ways,
-  keys not null, grain unique.
+  those aggregates within the column's ``quality.ranges``, keys not null, grain unique.
 * ``serving``: keys not null, grain (keys + window) unique; plus ``serving_gap``, a one-row frame
   (see :func:`expectations.frames.serving_gap_frame`): no batch window ending at or before the
   last published cutoff and no speed window ending after it is missing from the view.
@@ -71,6 +71,12 @@ def _window_specs(p: Pipeline) -> list[tuple[str, dict[str, Any]]]:
             specs.append(("ExpectColumnValuesToBeBetween", {"column": agg.name, "min_value": 1}))
         elif agg.fn in ("min", "avg", "max") and agg.column:
             by_column.setdefault(agg.column, {})[agg.fn] = agg.name
+    ranges = p.quality.get("ranges") or {}
+    for column, names in sorted(by_column.items()):
+        if column in ranges:  # a window's min/avg/max of a physical quantity obeys the same limits
+            low, high = ranges[column]
+            specs += [("ExpectColumnValuesToBeBetween", {"column": n, "min_value": float(low), "max_value": float(high)})
+                      for n in names.values()]
     for names in by_column.values():
         chain = [names[f] for f in ("min", "avg", "max") if f in names]
         for low, high in zip(chain, chain[1:], strict=False):
