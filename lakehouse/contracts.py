@@ -122,3 +122,29 @@ QUERY_VERSIONS = Contract(
 def ensure(spark: SparkSession, *contracts: Contract) -> None:
     for contract in contracts:
         spark.sql(contract.ddl())
+
+
+BATCH_RUNS = Contract(
+    naming.ops_table("batch_runs"),
+    (("run_id", "string"), ("pipeline", "string"), ("mode", "string"), ("status", "string"),
+     ("bronze_version", "bigint"), ("previous_bronze_version", "bigint"), ("cutoff", "timestamp"),
+     ("windows_written", "bigint"), ("windows_deleted", "bigint"), ("events_read", "bigint"),
+     ("duration_ms", "bigint"), ("staged_at", "timestamp"), ("published_at", "timestamp"), ("message", "string")),
+    grain=("run_id",),
+)
+
+RECONCILIATION = Contract(
+    naming.ops_table("reconciliation"),
+    (("run_id", "string"), ("pipeline", "string"), ("window_key", "string"), ("window_start", "timestamp"),
+     ("window_end", "timestamp"), ("aggregate", "string"), ("speed_value", "double"), ("batch_value", "double"),
+     ("abs_error", "double"), ("rel_error", "double"), ("exact", "boolean"), ("late_events", "bigint"),
+     ("duplicates_removed", "bigint"), ("quarantined", "bigint"), ("recorded_at", "timestamp")),
+    grain=("run_id", "pipeline", "window_key", "window_start", "window_end", "aggregate"),
+)
+
+
+def batch_staging(p: Pipeline) -> Contract:
+    """One staged (not yet published) batch run: rows to upsert (``op='upsert'``) or delete."""
+    base = batch(p)
+    return Contract(naming.staging_table("batch", p.name), (*base.columns, ("op", "string")), grain=p.grain,
+                    owner=p.owner)

@@ -77,3 +77,8 @@ def secrets_dir(cfg: TidewaterConfig) -> Path:
 def jars_dir(kind: str) -> Path:
     """Jars fetched by Maven (see infra/pom.xml): ``spark``, ``kafka`` or ``metastore``."""
     return Path(__file__).resolve().parent.parent / ".cache" / "jars" / kind
+
+
+def versions_dir(cfg: TidewaterConfig) -> Path:
+    """Active / previous speed query version per pipeline (``<p>.active``, ``<p>.previous``)."""
+    return cfg.data_dir / "versions"

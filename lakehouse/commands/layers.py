@@ -1,0 +1,142 @@
+"""``tidewater batch|serving|replay|reconcile|sql``: the batch layer, serving view, Kappa replay, SQL.
+
+``tidewater batch <p> [--full] --stage-only`` prints, as its LAST stdout line, one JSON object
+``{"run_id", "staging_table", "windows", "cutoff"}``; ``tidewater batch <p> --publish --run-id ID``
+publishes that staged run. Plain ``tidewater batch <p>`` stages, validates and publishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from lakehouse.errors import TidewaterError
+
+
+def _spark(cfg: Any, app: str) -> Any:
+    from lakehouse.spark_session import get_spark
+
+    return get_spark(cfg, app)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from spark_jobs import batch
+
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    batch.refuse_in_kappa(cfg, p)
+    if args.publish and not args.run_id:
+        raise TidewaterError("batch: --publish needs --run-id RUN_ID (printed by 'tidewater batch <p> --stage-only')")
+    if args.publish and args.stage_only:
+        raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
+    spark = _spark(cfg, f"tidewater-batch-{p.name}")
+    if args.stage_only:
+        progress(f"staging a {'full' if args.full else 'incremental'} batch run of {p.name} …")
+        print(batch.stage_line(batch.stage(spark, cfg, p, args.full)), flush=True)
+        return 0
+    if args.publish:
+        progress(f"publishing batch run {args.run_id} of {p.name} …")
+        run = batch.publish(spark, cfg, p, args.run_id)
+    else:
+        progress(f"running the batch layer for {p.name} ({'full' if args.full else 'incremental'}) …")
+        run = batch.run(spark, cfg, p, args.full)
+    print(f"batch {p.name}: run {run['run_id']} ({run['mode']}) published {run['windows_written']} windows "
+          f"(deleted {run['windows_deleted']}) up to cutoff {run['cutoff']} from bronze v{run['bronze_version']}, "
+          f"{run['events_read']} events read, {run['duration_ms'] / 1000:.1f}s")
+    return 0
+
+
+def cmd_serving(args: argparse.Namespace) -> int:
+    from lakehouse.serving import refresh_view
+
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    ddl = refresh_view(_spark(cfg, "tidewater-serving"), cfg, p)
+    print(ddl if args.show_sql else f"serving.{p.name}: view re-created ({cfg.mode} mode)")
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from spark_jobs.reconcile_job import summary
+    from spark_jobs.transforms.reconcile import format_summary
+
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    s = summary(_spark(cfg, "tidewater-reconcile"), p)
+    print(json.dumps(s, default=str, indent=2) if args.json else format_summary(p.name, s))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from lakehouse.serving import refresh_view
+    from spark_jobs import replay
+
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
+    holder: dict[str, Any] = {}
+
+    def refresh(version: int) -> None:
+        holder.setdefault("spark", _spark(cfg, "tidewater-replay"))
+        refresh_view(holder["spark"], cfg, p, speed_version=version)
+
+    if args.rollback:
+        out = replay.rollback(cfg, p, refresh)
+    else:
+        replay.check_history(cfg, p.topic)  # before any Spark start: refuse fast, change nothing
+        holder["spark"] = _spark(cfg, "tidewater-replay")
+        out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress)
+    print(json.dumps(out))
+    return 0
+
+
+def render_table(columns: list[str], rows: list[tuple[Any, ...]], limit: int) -> str:
+    cells = [[("NULL" if v is None else str(v)) for v in row] for row in rows[:limit]]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    line = "+".join("-" * (w + 2) for w in widths)
+    out = [" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)), line]
+    out += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''}{', shown ' + str(limit) if len(rows) > limit else ''})")
+    return "\n".join(out)
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    spark = _spark(cfg, "tidewater-sql")
+    try:
+        df = spark.sql(args.query)
+    except Exception as exc:  # AnalysisException / ParseException: one line, not a JVM trace
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise TidewaterError(f"sql: {first}") from None
+    rows = [tuple(r) for r in df.limit(args.limit + 1).collect()]
+    print(render_table(df.columns, rows, args.limit))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("batch", help="recompute exact windows from bronze and publish them (lambda mode)")
+    add_pipeline_arg(p)
+    p.add_argument("--full", action="store_true", help="recompute every window (default: incremental)")
+    p.add_argument("--stage-only", action="store_true", help="compute into staging only; print a JSON line")
+    p.add_argument("--publish", action="store_true", help="publish the staged run given by --run-id")
+    p.add_argument("--run-id", help="run id printed by --stage-only")
+    p.set_defaults(handler=cmd_batch)
+    p = sub.add_parser("serving", help="manage the serving view")
+    p.add_argument("action", choices=["refresh"])
+    add_pipeline_arg(p)
+    p.add_argument("--show-sql", action="store_true", help="print the view's DDL")
+    p.set_defaults(handler=cmd_serving)
+    p = sub.add_parser("reconcile", help="speed vs batch: exact share, largest errors, causes")
+    add_pipeline_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_reconcile)
+    p = sub.add_parser("replay", help="rebuild the speed table from the Kafka log into a new version (kappa)")
+    add_pipeline_arg(p)
+    p.add_argument("--rollback", action="store_true", help="switch back to the previous version")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the replay to catch up")
+    p.set_defaults(handler=cmd_replay)
+    p = sub.add_parser("sql", help="run Spark SQL against the Tidewater catalog and print a table")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=100)
+    p.set_defaults(handler=cmd_sql)

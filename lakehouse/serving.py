@@ -1,0 +1,90 @@
+"""``serving.<p>``: the one view readers query, merging the batch and speed layers at the cutoff.
+
+Lambda mode: batch rows for windows with ``window_end <= cutoff`` (the latest published batch
+run's cutoff, written into the view DDL as a literal each time a run is published) and rows of the
+ACTIVE speed table version with ``window_end > cutoff``. Both sides cut on the same column with
+complementary predicates, so a window is never shown twice nor missing, and the view is swapped
+by one catalog operation (``CREATE OR REPLACE VIEW``). Kappa mode: only the active speed table.
+
+Columns: grain, aggregates, ``max_event_time``, ``source`` ('batch' | 'speed'), ``finality``
+('final' batch value equal to what the speed layer published, 'corrected' batch value that differs
+from it or that the speed layer never published, 'provisional' speed value; in kappa mode speed rows
+past the watermark are 'final'), ``as_of`` (the Delta versions behind the row).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+EPOCH = datetime(1970, 1, 1)
+
+
+def _differs(p: Pipeline) -> str:
+    """SQL predicate: the batch row b differs from the speed row s (or s is missing)."""
+    parts = [f"s.`{p.grain[0]}` IS NULL"]
+    for agg in p.aggregates:
+        a = agg.name
+        if contracts.aggregate_type(p, agg.fn, agg.column) == "double":
+            parts.append(f"coalesce(abs(b.`{a}` - s.`{a}`) > 1e-9 * greatest(1.0, abs(b.`{a}`)), true)")
+        else:
+            parts.append(f"NOT (b.`{a}` <=> s.`{a}`)")
+    return " OR ".join(parts)
+
+
+def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) -> str:
+    """DDL of ``serving.<p>`` (pure: the caller passes the active speed table and the cutoff)."""
+    cols = [*p.grain, *(a.name for a in p.aggregates), "max_event_time"]
+    view = naming.table("serving", p.name)
+    speed_cols = ", ".join(f"s.`{c}`" for c in cols)
+    if mode == "kappa":
+        return (f"CREATE OR REPLACE VIEW {view} AS SELECT {speed_cols}, 'speed' AS source, "
+                "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality, "
+                f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s")
+    cut_text = (cutoff or EPOCH).isoformat(sep=" ")
+    cut = f"TIMESTAMP '{cut_text}'"
+    batch_table = naming.table("batch", p.name)
+    on = " AND ".join(f"b.`{c}` <=> s.`{c}`" for c in p.grain)
+    batch_cols = ", ".join(f"b.`{c}`" for c in cols)
+    return (
+        f"CREATE OR REPLACE VIEW {view} "
+        f"COMMENT 'batch windows ending at or before {cut_text} UTC, speed windows after it' AS "
+        f"SELECT {batch_cols}, 'batch' AS source, "
+        f"CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
+        f"concat('batch run ', b.run_id, ' from bronze v', b.bronze_version) AS as_of "
+        f"FROM {batch_table} b LEFT JOIN {speed_table} s ON {on} WHERE b.window_end <= {cut} "
+        f"UNION ALL SELECT {speed_cols}, 'speed' AS source, 'provisional' AS finality, "
+        f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s WHERE s.window_end > {cut}"
+    )
+
+
+def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
+    """Cutoff of the latest published batch run, or None before the first one."""
+    from spark_jobs.batch_runs import last_published
+
+    if not spark.catalog.tableExists(contracts.BATCH_RUNS.name):
+        return None
+    last = last_published(spark, pipeline)
+    return last["cutoff"] if last else None
+
+
+def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
+                 cutoff: datetime | None = None) -> str:
+    """(Re)create ``serving.<p>`` on the active (or given) speed version; returns the DDL."""
+    from lakehouse.commands.speed import active_version_file
+
+    version = speed_version or active_version_file(cfg, p.name)
+    contracts.ensure(spark, contracts.speed(p, version))
+    if cfg.mode != "kappa":
+        contracts.ensure(spark, contracts.batch(p))
+        cutoff = cutoff or published_cutoff(spark, p.name)
+    ddl = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff)
+    spark.sql(ddl)
+    return ddl

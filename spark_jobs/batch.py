@@ -1,0 +1,207 @@
+"""Batch layer: exact windows from bronze, computed into staging, then published atomically.
+
+``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id over the whole
+history and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
+event time in the snapshot minus the pipeline's allowed lateness; only windows ending at or
+before it are kept. Full mode stages every window; incremental mode (default, once a run has been
+published) stages only windows touched by bronze rows added since the last published run's
+version (Change Data Feed) or newly completed (see ``transforms.incremental``). The rows go to
+``batch.<p>__staging`` (``op`` = upsert | delete) and the run is recorded in ``ops.batch_runs``.
+
+``publish``: one Delta MERGE of the staged rows into ``batch.<p>`` (full runs also delete rows that
+are not staged), so an interrupted run leaves the previous results intact; then the
+reconciliation ledger, the run's status and the serving view.
+
+Run: ``python -m spark_jobs.batch <pipeline> [--full] [--stage-only | --publish --run-id ID]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
+from spark_jobs import batch_runs
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def bronze_snapshot(spark: SparkSession, p: Pipeline) -> tuple[int, DataFrame]:
+    from spark_jobs.io.delta_io import table_version
+
+    table = naming.table("bronze", p.name)
+    version = table_version(spark, table)
+    return version, spark.read.option("versionAsOf", version).table(table)
+
+
+def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> DataFrame:
+    """Rows inserted into bronze in versions ``after+1 .. upto`` (Change Data Feed)."""
+    df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
+          .option("endingVersion", upto).table(naming.table("bronze", p.name)))
+    return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run_id: str, version: int) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    cols = contracts.batch_staging(p).columns
+    meta = {"computed_at": F.current_timestamp(), "run_id": F.lit(run_id), "bronze_version": F.lit(version).cast("bigint")}
+    out = upserts.select(*(meta.get(c, F.col(c)).cast(t).alias(c) if c != "op" else F.lit("upsert").alias(c)
+                           for c, t in cols))
+    if deletes is not None:
+        out = out.unionByName(deletes.select(*(
+            F.col(c) if c in p.grain else F.lit("delete").alias(c) if c == "op"
+            else meta.get(c, F.lit(None)).cast(t).alias(c) for c, t in cols)))
+    return out
+
+
+def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
+    """Compute a run into ``batch.<p>__staging`` and record it as ``staged``."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.transforms import incremental
+    from spark_jobs.transforms.windows import dedup_history
+
+    started = time.monotonic()
+    contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.batch(p),
+                     contracts.batch_staging(p), contracts.BATCH_RUNS, contracts.RECONCILIATION)
+    version, snapshot = bronze_snapshot(spark, p)
+    stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top")).collect()[0]
+    if not stats["n"]:
+        raise TidewaterError(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
+                             f"('tidewater speed start {p.name}') and produce events first")
+    cutoff = stats["top"] - timedelta(seconds=p.lateness_seconds)
+    last = None if full else batch_runs.last_published(spark, p.name)
+    history = snapshot.transform(dedup_history(p))
+    run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    deletes = None
+    if last is None:
+        mode, previous = "full", None
+        upserts = incremental.all_windows(p, history, cutoff)
+    else:
+        mode, previous = "incremental", int(last["bronze_version"])
+        cutoff = max(cutoff, last["cutoff"])
+        new_events = (bronze_changes(spark, p, previous, version) if version > previous
+                      else snapshot.limit(0))
+        upserts = incremental.recompute(p, history, new_events, last["cutoff"], cutoff)
+        if p.window.type == "session":
+            upserts = upserts.persist()
+            deletes = incremental.superseded_sessions(p, spark.table(naming.table("batch", p.name)), upserts)
+    staging = naming.staging_table("batch", p.name)
+    staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
+    counts = {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
+    batch_runs.supersede_staged(spark, p.name)
+    run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
+           "previous_bronze_version": previous, "cutoff": cutoff, "windows_written": counts.get("upsert", 0),
+           "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
+           "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
+    batch_runs.save(spark, run)
+    return run
+
+
+def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
+    """One MERGE transaction: upserts, deletes, and (full runs) removal of unstaged rows."""
+    from delta.tables import DeltaTable
+
+    staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{run['run_id']}'")
+    cols = contracts.batch(p).column_names
+    values = {f"`{c}`": f"s.`{c}`" for c in cols}
+    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
+    merge = (DeltaTable.forName(spark, naming.table("batch", p.name)).alias("t").merge(staged.alias("s"), cond)
+             .whenMatchedDelete(condition="s.op = 'delete'")
+             .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
+             .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values))
+    if run["mode"] == "full":
+        merge = merge.whenNotMatchedBySourceDelete()
+    merge.execute()
+
+
+def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
+    """Publish the latest staged run: MERGE, ledger, run status, serving view."""
+    from lakehouse.serving import refresh_view
+    from spark_jobs.reconcile_job import record_ledger
+
+    run = batch_runs.require_latest_staged(spark, p.name, run_id)
+    started = time.monotonic()
+    merge_staged(spark, p, run)
+    record_ledger(spark, cfg, p, run_id)
+    run.update(status="published", published_at=batch_runs.now(),
+               duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
+    batch_runs.save(spark, run)
+    refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    return run
+
+
+def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str | None:
+    """Run the quality gate if the expectations package provides one; raise if it fails."""
+    import importlib.util
+
+    if importlib.util.find_spec("expectations") is None or importlib.util.find_spec("expectations.runner") is None:
+        return None
+    from expectations import runner  # type: ignore[attr-defined]
+
+    result = runner.validate_table(cfg, p, "staging", table, spark=spark)
+    if not result.success:
+        raise TidewaterError(f"batch: quality gate failed on {table}; not published. {result.summary()}")
+    return str(result.summary())
+
+
+def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
+    """Stage + validate + publish (refused in kappa mode)."""
+    refuse_in_kappa(cfg, p)
+    staged = stage(spark, cfg, p, full)
+    try:
+        validate(spark, cfg, p, naming.staging_table("batch", p.name))
+    except TidewaterError as exc:
+        staged.update(status="failed", message=str(exc)[:1000])
+        batch_runs.save(spark, staged)
+        raise
+    return publish(spark, cfg, p, staged["run_id"])
+
+
+def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:
+    if cfg.mode == "kappa":
+        raise TidewaterError(f"batch: mode is 'kappa', which has no batch layer; {p.name} is served from the speed "
+                             f"table (rebuild history with 'tidewater replay {p.name}'), or set mode: lambda")
+
+
+def stage_line(run: dict[str, Any]) -> str:
+    """The last stdout line of ``--stage-only`` (Airflow reads it)."""
+    return json.dumps({"run_id": run["run_id"], "staging_table": naming.staging_table("batch", run["pipeline"]),
+                       "windows": run["windows_written"], "cutoff": run["cutoff"].isoformat(sep=" ")})
+
+
+def main(argv: list[str] | None = None) -> None:
+    from lakehouse.config import load_config
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.spark_session import get_spark
+
+    ap = argparse.ArgumentParser(prog="python -m spark_jobs.batch")
+    ap.add_argument("pipeline")
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--stage-only", action="store_true")
+    ap.add_argument("--publish", action="store_true")
+    ap.add_argument("--run-id")
+    args = ap.parse_args(argv)
+    cfg = load_config()
+    p = load_pipeline(args.pipeline, cfg.pipelines)
+    refuse_in_kappa(cfg, p)
+    spark = get_spark(cfg, f"tidewater-batch-{p.name}")
+    if args.stage_only:
+        print(stage_line(stage(spark, cfg, p, args.full)), flush=True)
+    elif args.publish:
+        print(json.dumps(publish(spark, cfg, p, str(args.run_id)), default=str), flush=True)
+    else:
+        print(json.dumps(run(spark, cfg, p, args.full), default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""``ops.batch_runs``: one row per batch run, upserted as it moves staged -> published (or failed).
+
+Statuses: ``staged`` (rows computed into ``batch.<p>__staging``), ``published`` (merged into
+``batch.<p>``), ``superseded`` (a newer run was staged before this one was published), ``failed``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from lakehouse import contracts
+from lakehouse.errors import TidewaterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+TABLE = contracts.BATCH_RUNS.name
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def runs(spark: SparkSession, pipeline: str) -> list[dict[str, Any]]:
+    rows = spark.table(TABLE).where(f"pipeline = '{pipeline}'").collect()
+    return sorted((r.asDict() for r in rows), key=lambda r: r["staged_at"])
+
+
+def last_published(spark: SparkSession, pipeline: str) -> dict[str, Any] | None:
+    done = [r for r in runs(spark, pipeline) if r["status"] == "published"]
+    return max(done, key=lambda r: r["published_at"]) if done else None
+
+
+def save(spark: SparkSession, row: dict[str, Any]) -> None:
+    """Insert or replace the run's row (keyed on run_id)."""
+    from spark_jobs.io.delta_io import merge_upsert
+
+    full = {c: row.get(c) for c in contracts.BATCH_RUNS.column_names}
+    schema = ", ".join(f"`{c}` {t}" for c, t in contracts.BATCH_RUNS.columns)
+    merge_upsert(spark, spark.createDataFrame([full], schema), TABLE, ["run_id"])
+
+
+def supersede_staged(spark: SparkSession, pipeline: str) -> None:
+    spark.sql(f"UPDATE {TABLE} SET status = 'superseded' WHERE pipeline = '{pipeline}' AND status = 'staged'")
+
+
+def require_latest_staged(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any]:
+    """The staged run ``run_id``, or a TidewaterError saying why it cannot be published."""
+    all_runs = runs(spark, pipeline)
+    mine = [r for r in all_runs if r["run_id"] == run_id]
+    if not mine:
+        raise TidewaterError(f"batch: run {run_id!r} of {pipeline} is not in {TABLE}; stage one with "
+                             f"'tidewater batch {pipeline} --stage-only'")
+    run = mine[0]
+    staged = [r for r in all_runs if r["status"] == "staged"]
+    latest = staged[-1]["run_id"] if staged else None
+    if run["status"] != "staged" or latest != run_id:
+        raise TidewaterError(f"batch: run {run_id} of {pipeline} is '{run['status']}', not the latest staged run "
+                             f"(latest staged: {latest}); stage a new run with 'tidewater batch {pipeline} --stage-only'")
+    return run

@@ -1,0 +1,125 @@
+"""Kappa replay: rebuild a pipeline's speed table from the Kafka log into a new query version.
+
+1. Check that Kafka still holds the whole history (earliest retained offset 0 in every
+   partition); otherwise refuse and change nothing (retention would leave silent gaps).
+2. Start speed query version N+1 alone, from the earliest offsets, with a fresh checkpoint, into
+   ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving.
+3. Wait until v(N+1) has caught up to within ``replay.max_lag_records`` (its committed end offsets
+   in ``ops.stream_progress`` vs the topic's end offsets).
+4. Switch: re-create ``serving.<p>`` on v(N+1) (one catalog operation), record the active version,
+   stop the replay job and the old main job, and restart the main job (ingest v1 + speed v(N+1),
+   which resumes from the replay's checkpoint). Version N is kept: ``--rollback`` switches back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
+
+
+def check_history(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
+    """Offsets per partition if the log still starts at offset 0 everywhere, else a TidewaterError."""
+    from spark_jobs.io.kafka_admin import offsets
+
+    parts = offsets(cfg, topic)
+    if not parts:
+        raise TidewaterError(f"replay: topic '{topic}' does not exist or has no partitions; nothing to replay")
+    lost = {part: begin for part, (begin, _end) in parts.items() if begin != 0}
+    if lost:
+        where = ", ".join(f"partition {k} starts at offset {v}" for k, v in sorted(lost.items()))
+        raise TidewaterError(f"replay: Kafka no longer holds the full history of '{topic}' ({where}); retention "
+                             "deleted records, so a replay would silently miss them. Nothing was changed. Use the "
+                             "batch layer instead, and run kappa mode with retention.ms=-1")
+    return parts
+
+
+def previous_file(cfg: TidewaterConfig, pipeline: str) -> Any:
+    return naming.versions_dir(cfg) / f"{pipeline}.previous"
+
+
+def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
+    """A version never used before (checkpoints are never reused)."""
+    used = [int(d.name.rsplit("_v", 1)[1]) for d in (cfg.data_dir / "checkpoints" / pipeline).glob("speed_v*")
+            if d.name.rsplit("_v", 1)[1].isdigit()]
+    return max([active, *used]) + 1
+
+
+def replay_lag(cfg: TidewaterConfig, p: Pipeline, version: int) -> int | None:
+    """Records of the topic that query ``version`` has not committed yet (None before its first batch)."""
+    from lakehouse.commands.speed import parse_offsets
+    from spark_jobs.io.kafka_admin import offsets
+    from spark_jobs.io.ops_reader import latest_progress
+
+    last = latest_progress(cfg, p.name, "speed", version=version)
+    if not last:
+        return None
+    done = parse_offsets(last.get("end_offsets")).get(p.topic, {})
+    return sum(max(0, end - int(done.get(str(part), 0))) for part, (_b, end) in offsets(cfg, p.topic).items())
+
+
+def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int,
+           refresh: Callable[[int], Any], replay_job: str | None, restart_main: bool) -> None:
+    """The atomic switch: view first (readers move in one step), then the active-version record."""
+    from lakehouse.commands.speed import set_active_version, start_speed, stop_speed
+
+    refresh(to_version)
+    set_active_version(cfg, p.name, to_version)
+    path = previous_file(cfg, p.name)
+    path.write_text(f"{from_version}\n")
+    if replay_job:
+        stop_speed(cfg, p.name, name=replay_job)
+    stop_speed(cfg, p.name)
+    if restart_main:
+        start_speed(cfg, p.name)
+
+
+def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
+           log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
+    from lakehouse.commands.speed import active_version_file, speed_process, start_speed, stop_speed
+
+    check_history(cfg, p.topic)
+    active = active_version_file(cfg, p.name)
+    new = next_version(cfg, p.name, active)
+    job = f"replay-{p.name}-v{new}"
+    main_running = speed_process(cfg, p.name).running()
+    started = time.monotonic()
+    log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
+    start_speed(cfg, p.name, version=new, queries="speed", starting_offsets="earliest", name=job)
+    deadline = started + timeout
+    lag = None
+    while time.monotonic() < deadline:
+        if not speed_process(cfg, p.name, job).running():
+            raise TidewaterError(f"replay: job {job} exited; log {speed_process(cfg, p.name, job).log_file}; "
+                                 f"v{active} is still active")
+        lag = replay_lag(cfg, p, new)
+        if lag is not None and lag <= cfg.replay.max_lag_records:
+            break
+        time.sleep(1)
+    else:
+        stop_speed(cfg, p.name, name=job)
+        raise TidewaterError(f"replay: v{new} did not catch up within {timeout:.0f}s (lag {lag}); v{active} is "
+                             "still active and the replay job was stopped")
+    caught_up = time.monotonic() - started
+    switch(cfg, p, new, active, refresh, job, restart_main=main_running or cfg.mode == "kappa")
+    return {"pipeline": p.name, "from_version": active, "to_version": new, "lag_at_switch": lag,
+            "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}
+
+
+def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any]) -> dict[str, Any]:
+    """Switch back to the version that was active before the last replay switch."""
+    from lakehouse.commands.speed import active_version_file, speed_process
+
+    path = previous_file(cfg, p.name)
+    if not path.exists():
+        raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
+    previous, active = int(path.read_text().strip()), active_version_file(cfg, p.name)
+    running = speed_process(cfg, p.name).running()
+    switch(cfg, p, previous, active, refresh, None, restart_main=running)
+    return {"pipeline": p.name, "from_version": active, "to_version": previous}
