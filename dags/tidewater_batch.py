@@ -27,8 +27,15 @@ def pipeline_steps(p: str) -> None:
     @task(task_id="stage")
     def stage(pipeline: str = p) -> dict:
         _selected(pipeline)
+        from airflow.sdk.exceptions import AirflowSkipException
+
         full = bool(get_current_context()["params"].get("full"))
-        staged = last_json(run_tidewater("batch", pipeline, *(["--full"] if full else []), "--stage-only").stdout)
+        proc = run_tidewater("batch", pipeline, *(["--full"] if full else []), "--stage-only", check=False)
+        if proc.returncode == 2 and "is empty" in proc.stderr:
+            raise AirflowSkipException(f"bronze.{pipeline} has no events yet: nothing to publish")
+        if proc.returncode != 0:
+            raise RuntimeError(f"'tidewater batch {pipeline} --stage-only' exited {proc.returncode}")
+        staged = last_json(proc.stdout)
         print(f"staged {staged}")
         return staged
 

@@ -29,8 +29,10 @@ def mode() -> str:
     return os.environ.get("TIDEWATER_MODE", "lambda")
 
 
-def batch_schedule() -> str:
-    return os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", "@hourly")
+def batch_schedule() -> str | None:
+    """``airflow.batch_schedule`` (exported by the Airflow service); ``none`` = manual runs only."""
+    value = os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", "@hourly").strip()
+    return None if value.lower() in ("", "none", "null") else value
 
 
 def tidewater_bin() -> str:

@@ -95,7 +95,7 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home(cfg) / "logs"),
-        "TIDEWATER_AIRFLOW_BATCH_SCHEDULE": cfg.airflow.batch_schedule,
+        "TIDEWATER_AIRFLOW_BATCH_SCHEDULE": os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", cfg.airflow.batch_schedule),
         "TIDEWATER_MODE": cfg.mode,
     }
 

@@ -1,0 +1,102 @@
+"""Real Airflow 3 started by the service module (as ``tidewater up`` does): trigger
+``tidewater_batch`` for ``sensor_readings`` through ``/api/v2`` with a JWT from ``/auth/token``
+(generated admin password), wait for success. Airflow is always stopped at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.integration.test_quality_suites import write_bronze
+
+pytestmark = pytest.mark.e2e
+
+
+def api(cfg, method: str, path: str, token: str | None = None, body: Any = None) -> Any:  # type: ignore[no-untyped-def]
+    from infra.services import airflow
+
+    req = urllib.request.Request(f"{airflow.base_url(cfg)}{path}", method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          **({"Authorization": f"Bearer {token}"} if token else {})})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+def token(cfg) -> str:  # type: ignore[no-untyped-def]
+    from infra.services import airflow
+
+    return str(api(cfg, "POST", "/auth/token", body={"username": airflow.USER, "password": airflow.password(cfg)})
+               ["access_token"])
+
+
+def wait_for_dag(cfg, tok: str, dag_id: str, timeout: float = 300) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            api(cfg, "GET", f"/api/v2/dags/{dag_id}", tok)
+            return
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+        time.sleep(3)
+    raise AssertionError(f"{dag_id} not parsed by the dag-processor within {timeout}s")
+
+
+def wait_for_run(cfg, tok: str, dag_id: str, run_id: str, timeout: float = 1800) -> dict:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", tok)
+        if run["state"] in ("success", "failed"):
+            return dict(run)
+        time.sleep(5)
+    raise AssertionError(f"{dag_id} run {run_id} not finished within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def airflow_up(stack):  # type: ignore[no-untyped-def]
+    from infra.services import airflow
+
+    os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"  # only the runs this test triggers
+    started = time.monotonic()
+    airflow.start(stack)
+    print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
+    yield stack
+    airflow.stop(stack)
+    os.environ.pop("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", None)
+    assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)
+
+
+def test_login_required(airflow_up) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        api(airflow_up, "GET", "/api/v2/dags")
+    assert exc.value.code in (401, 403)
+    with pytest.raises(urllib.error.HTTPError):
+        api(airflow_up, "POST", "/auth/token", body={"username": "admin", "password": "admin"})
+
+
+def test_trigger_batch_through_rest_api(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
+    cfg = airflow_up
+    write_bronze(spark, cfg, [(f"s-{i % 2}", 10.0 + i % 5) for i in range(40)])
+    tok = token(cfg)
+    wait_for_dag(cfg, tok, "tidewater_batch")
+    api(cfg, "PATCH", "/api/v2/dags/tidewater_batch", tok, {"is_paused": False})
+    started = time.monotonic()
+    run = api(cfg, "POST", "/api/v2/dags/tidewater_batch/dagRuns", tok,
+              {"logical_date": None, "conf": {"pipeline": "sensor_readings"}})
+    done = wait_for_run(cfg, tok, "tidewater_batch", run["dag_run_id"])
+    tis = api(cfg, "GET", f"/api/v2/dags/tidewater_batch/dagRuns/{run['dag_run_id']}/taskInstances", tok)
+    states = {t["task_id"]: t["state"] for t in tis["task_instances"]}
+    print(f"tidewater_batch via REST: {done['state']} in {time.monotonic() - started:.1f}s; {states}")
+    assert done["state"] == "success", states
+    assert states["sensor_readings.publish"] == "success"
+    events = api(cfg, "GET", "/api/v2/assets/events?limit=50", tok)
+    names = {e.get("name") or e.get("uri") for e in events.get("asset_events", [])}
+    assert {"batch.sensor_readings", "serving.sensor_readings"} <= names or \
+        {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"} <= names, names

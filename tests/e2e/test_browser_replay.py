@@ -1,0 +1,86 @@
+"""Real browser: headless Debian Chromium driven by Playwright logs in to the local Airflow UI,
+sees the five Tidewater DAGs, triggers ``tidewater_replay`` from its params form and sees the run
+succeed. Screenshots go to ``tests/artifacts/`` (git-ignored)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_airflow_rest import api, token, wait_for_dag, wait_for_run
+
+pytestmark = pytest.mark.e2e
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+DAG_IDS = ("tidewater_batch", "tidewater_speed", "tidewater_replay", "tidewater_quality", "tidewater_maintenance")
+
+
+@pytest.fixture(scope="module")
+def airflow_up(stack):  # type: ignore[no-untyped-def]
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)")
+    from infra.services import airflow
+    from lakehouse.commands.stack import create_topics
+
+    os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"
+    create_topics(stack)
+    subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--count", "200",
+                    "--rate", "0"], check=True, capture_output=True, timeout=300)
+    airflow.start(stack)
+    yield stack
+    airflow.stop(stack)
+    os.environ.pop("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", None)
+
+
+def test_login_see_dags_trigger_replay(airflow_up) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import sync_playwright
+
+    from infra.services import airflow
+
+    cfg = airflow_up
+    url = airflow.base_url(cfg)
+    tok = token(cfg)
+    for dag_id in DAG_IDS:
+        wait_for_dag(cfg, tok, dag_id)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{url}/dags", timeout=60_000)
+        assert "/auth/login" in page.url  # login is required
+        page.fill("input[name=username]", airflow.USER)
+        page.fill("input[name=password]", airflow.password(cfg))
+        page.locator("button[type=submit]").click()
+        page.wait_for_url(lambda u: "/auth/login" not in u, timeout=60_000)
+        page.goto(f"{url}/dags?tags=tidewater", timeout=60_000)
+        for dag_id in DAG_IDS:
+            page.wait_for_selector(f"text={dag_id}", timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "airflow-dags.png"))
+
+        page.goto(f"{url}/dags/tidewater_replay", timeout=60_000)
+        page.get_by_role("button", name="Trigger").first.click()
+        dialog = page.locator("[role=dialog][data-state=open]")
+        dialog.get_by_text("Run Parameters").wait_for(timeout=30_000)
+        assert "sensor_readings" in dialog.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "airflow-replay-form.png"))
+        started = time.monotonic()
+        dialog.get_by_role("button", name="Trigger").last.click()
+        page.wait_for_timeout(3000)
+
+        runs = api(cfg, "GET", "/api/v2/dags/tidewater_replay/dagRuns?order_by=-start_date&limit=1", tok)["dag_runs"]
+        assert runs and runs[0]["run_type"] == "manual"
+        assert runs[0]["conf"].get("pipeline") == "sensor_readings" and runs[0]["conf"].get("rollback") is False
+        done = wait_for_run(cfg, tok, "tidewater_replay", runs[0]["dag_run_id"])
+        print(f"\ntidewater_replay from the browser: {done['state']} in {time.monotonic() - started:.1f}s")
+        page.goto(f"{url}/dags/tidewater_replay/runs/{runs[0]['dag_run_id']}", timeout=60_000)
+        page.wait_for_selector("text=/success/i", timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "airflow-replay-success.png"))
+        browser.close()
+    assert done["state"] == "success"
