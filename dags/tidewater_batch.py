@@ -41,8 +41,15 @@ def pipeline_steps(p: str) -> None:
 
     @task(task_id="validate")
     def validate(staged: dict, pipeline: str = p) -> str:
-        out = run_tidewater("check", pipeline, "--kind", "staging").stdout
-        return out.strip().splitlines()[-1] if out.strip() else "validated"
+        from airflow.sdk.exceptions import AirflowFailException
+
+        proc = run_tidewater("check", pipeline, "--kind", "staging", check=False)
+        if proc.returncode == 1:  # expectations failed: bad data does not heal by retrying
+            failing = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("FAILED")]
+            raise AirflowFailException(f"quality gate: {staged['staging_table']} not published; " + " | ".join(failing))
+        if proc.returncode != 0:  # infrastructure trouble: let Airflow retry
+            raise RuntimeError(f"'tidewater check {pipeline} --kind staging' exited {proc.returncode}")
+        return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "validated"
 
     @task(task_id="publish", outlets=[Asset(name=f"batch.{p}", uri=f"tidewater://batch/{p}", group="tidewater")])
     def publish(staged: dict, _validated: str, pipeline: str = p) -> dict:
