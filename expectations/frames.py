@@ -44,7 +44,8 @@ def last_published_cutoff(cfg: TidewaterConfig, pipeline: str) -> datetime | Non
             if r.get("pipeline") == pipeline and r.get("status") == "published" and r.get("cutoff")]
     if not rows:
         return None
-    return max(rows, key=lambda r: r.get("published_at") or r["cutoff"])["cutoff"]
+    cutoff = max(rows, key=lambda r: r.get("published_at") or r["cutoff"])["cutoff"]
+    return cutoff.to_pydatetime() if hasattr(cutoff, "to_pydatetime") else cutoff  # pyarrow may give pandas
 
 
 def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str) -> DataFrame:
