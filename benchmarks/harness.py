@@ -89,6 +89,6 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
         from benchmarks.report import update_readme, write_report
 
         run["files"] = write_report(run, RESULTS, f"{started_at:%Y%m%dT%H%M%SZ}-{size}")
-        if size != "quick":
+        if size != "quick" and chosen == sorted(SCENARIOS):  # only a whole-suite run replaces the README's
             update_readme(RESULTS.parent / "README.md", run, Path(run["files"]["markdown"]))
     return run

@@ -44,6 +44,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     missing = replay_missing()
     if missing:
         return res.skip(missing)
+    if "catchup" not in context:
+        return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
     from lakehouse.pipeline import load_pipeline
     from lakehouse.serving import refresh_view
     from spark_jobs import replay
