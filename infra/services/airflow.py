@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -152,11 +153,26 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
     return int(api.pid() or 0)
 
 
-def stop(cfg: TidewaterConfig) -> bool:
+def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
+    """Stop each component's whole process group (the sh wrapper dies first; Airflow may linger)."""
+    import signal
+
     stopped = False
     for component in reversed(COMPONENTS):
-        stopped = _process(cfg, component).stop(timeout=30) or stopped
+        group = _process(cfg, component).pid()
+        stopped = _process(cfg, component).stop(timeout=timeout) or stopped
+        if group and not wait_until(lambda g=group: not _group_alive(g), timeout):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
     return stopped
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def health(cfg: TidewaterConfig) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.integration.test_quality_suites import write_bronze
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
 
 
 def api(cfg, method: str, path: str, token: str | None = None, body: Any = None) -> Any:  # type: ignore[no-untyped-def]

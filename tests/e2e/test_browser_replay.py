@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.test_airflow_rest import api, token, wait_for_dag, wait_for_run
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -21,7 +21,7 @@ import pytest
 
 from tests.integration.test_quality_suites import write_bronze
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
 REPO = Path(__file__).resolve().parents[2]
 
 DAG_TEST = """
