@@ -2,7 +2,7 @@
 bronze filled by a Spark batch write of the bronze contract, and the expected window totals.
 
 Event ``i`` (``0 <= i < n``): ``event_id`` = ``<prefix><i>``, ``sensor_id`` = ``s-<i mod sensors>``,
-``timestamp`` = ``base_ms + i * step_ms`` (epoch ms), ``temperature`` = ``((i*7919) mod 1000)/10 - 20``.
+``timestamp`` = ``base_ms + i * step_ms`` (epoch ms), ``temperature`` = ``((i*7919) mod 1000)/20 - 10`` (-10 to 39.95 °C, inside the quality suites' physical range).
 Kafka partition = ``i mod partitions`` and each partition holds its events in ``i`` order, so every
 micro-batch covers the same event-time range in all partitions (no event falls behind the watermark).
 """
@@ -35,7 +35,7 @@ def events(spark: SparkSession, n: int, sensors: int, start_ms: int, step_ms: in
         i, F.concat(F.lit(prefix), i.cast("string")).alias("event_id"),
         F.concat(F.lit("s-"), F.lpad((i % sensors).cast("string"), 5, "0")).alias("sensor_id"),
         (F.lit(start_ms) + i * F.lit(step_ms)).cast("bigint").alias("timestamp"),
-        (((i * 7919) % 1000) / F.lit(10.0) - F.lit(20.0)).alias("temperature"),
+        (((i * 7919) % 1000) / F.lit(20.0) - F.lit(10.0)).alias("temperature"),
         (i % partitions).cast("int").alias("partition"),
     )
 

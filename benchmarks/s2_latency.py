@@ -64,7 +64,7 @@ def produce(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, prefix: s
             ms = int(now * 1000)
             for _ in range(min(per_chunk, total - sent)):
                 sensor = f"{prefix}{sent % SENSORS:03d}"
-                temp = round(((sent * 7919) % 1000) / 10.0 - 20.0, 1)
+                temp = round(((sent * 7919) % 1000) / 20.0 - 10.0, 2)
                 value = {"event_id": f"{prefix}e{sent}", "sensor_id": sensor, "timestamp": ms, "temperature": temp}
                 prod.send(topic, key=sensor.encode(), value=json.dumps(value).encode(), partition=sent % partitions)
                 windows[f"{sensor}|{ms // 60_000}"].append(temp)

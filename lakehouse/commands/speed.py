@@ -150,3 +150,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--version", type=int, help="query version (default: the active one)")
     p.add_argument("--json", action="store_true", help="status as JSON")
     p.set_defaults(handler=cmd_speed)
+
+
+def lag_records(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None) -> int | None:
+    """Records in the topic that ``query`` (version) has not yet committed; None before its first batch."""
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.kafka_admin import offsets
+    from spark_jobs.io.ops_reader import latest_progress
+
+    p = load_pipeline(pipeline, cfg.pipelines)
+    if version is None and query == "speed":
+        version = active_version_file(cfg, pipeline)
+    last = latest_progress(cfg, pipeline, query=query, version=version)
+    if not last:
+        return None
+    committed = parse_offsets(last.get("end_offsets")).get(p.topic, {})
+    return sum(end - int(committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, p.topic).items())
+
+
+def wait_caught_up(cfg: TidewaterConfig, pipeline: str, queries: tuple[str, ...] = ("ingest", "speed"),
+                   version: int | None = None, timeout: float = 300.0, max_lag: int = 0) -> bool:
+    """Block until every query's committed offsets are within ``max_lag`` of the topic's end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lags = [lag_records(cfg, pipeline, q, None if q == "ingest" else version) for q in queries]
+        if all(lag is not None and lag <= max_lag for lag in lags):
+            return True
+        time.sleep(2)
+    return False

@@ -54,7 +54,9 @@ def test_login_see_dags_trigger_replay(airflow_up) -> None:  # type: ignore[no-u
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(f"{url}/dags", timeout=60_000)
-        assert "/auth/login" in page.url  # login is required
+        # login is required: the UI (a single-page app) sends an anonymous visitor to the login form
+        page.wait_for_url(lambda u: "/auth/login" in u, timeout=60_000)
+        assert "/auth/login" in page.url
         page.fill("input[name=username]", airflow.USER)
         page.fill("input[name=password]", airflow.password(cfg))
         page.locator("button[type=submit]").click()

@@ -81,7 +81,7 @@ def test_sensor_incremental_equals_full_and_exact(spark, cfg) -> None:  # type: 
     second = batch.run(spark, cfg, p)
     assert second["mode"] == "incremental"
     assert second["windows_written"] < len(table_rows(spark, p))
-    send([sensor(2000, "s1", 90_000, 99.0), sensor(2001, "s9", 60_500, 1.0)] + sent[:5])
+    send([sensor(2000, "s1", 90_000, 39.0), sensor(2001, "s9", 60_500, 1.0)] + sent[:5])
     third = batch.run(spark, cfg, p)
     assert third["mode"] == "incremental" and third["windows_written"] >= 2
 

@@ -1,0 +1,52 @@
+"""Helpers for speed-layer integration tests: exact event sets and an independent reference."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from typing import Any
+
+MINUTE = 60_000
+
+
+def event(eid: str, sensor: str, ts: int, temp: float) -> dict[str, Any]:
+    return {"event_id": eid, "sensor_id": sensor, "timestamp": ts, "temperature": temp}
+
+
+def send(cfg: Any, topic: str, values: list[bytes]) -> None:
+    from kafka import KafkaProducer
+
+    prod = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all")
+    for v in values:
+        prod.send(topic, value=v)
+    prod.flush(60)
+    prod.close()
+
+
+def encode(events: list[dict[str, Any]]) -> list[bytes]:
+    return [json.dumps(e).encode() for e in events]
+
+
+def expected_tumbling(events: list[dict[str, Any]]) -> dict[tuple[str, int], tuple[int, float, float, float]]:
+    """(sensor, window start ms) -> (count, avg, min, max), deduplicated on event id: plain Python."""
+    seen: dict[str, dict[str, Any]] = {}
+    for e in events:
+        seen.setdefault(e["event_id"], e)
+    groups: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for e in seen.values():
+        groups[(e["sensor_id"], e["timestamp"] // MINUTE * MINUTE)].append(e["temperature"])
+    return {k: (len(v), sum(v) / len(v), min(v), max(v)) for k, v in groups.items()}
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", *args], capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, f"tidewater {' '.join(args)} failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def speed_rows(spark: Any, table: str) -> dict[tuple[str, int], Any]:
+    spark.catalog.refreshTable(table)
+    rows = spark.sql(f"SELECT *, unix_millis(window_start) AS ws FROM {table}").collect()
+    return {(r.sensor_id, r.ws): r for r in rows}

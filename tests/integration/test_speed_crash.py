@@ -1,0 +1,121 @@
+"""Exactly once, proven: SIGKILL the speed job (Python driver and JVM together) at random moments
+while events keep flowing, restart it each time, stop and start it gracefully once, then check
+every table against what was really sent.
+
+The producer sends ``sensor_readings`` events stamped with the wall clock (so none is later than
+the watermark), one malformed record in 40 and one duplicate (same event id, re-sent) in 25.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests.integration.speed_helpers import expected_tumbling, speed_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
+KILLS = 3
+
+
+class Producer(threading.Thread):
+    """Sends events at about ``rate`` per second until stopped; remembers exactly what it sent."""
+
+    def __init__(self, cfg: Any, rate: float = 100.0) -> None:
+        super().__init__(daemon=True)
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all", linger_ms=5)
+        self.rate, self.stopping = rate, threading.Event()
+        self.valid: list[dict[str, Any]] = []  # every valid record sent, duplicates included
+        self.malformed = 0
+        self.rng = random.Random(20261122)
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopping.is_set():
+            i += 1
+            if i % 40 == 0:
+                self.producer.send(TOPIC, value=b'{"event_id": "broken-%d", "sensor_id": ' % i)
+                self.malformed += 1
+            elif i % 25 == 0 and self.valid:
+                event = self.valid[-self.rng.randrange(1, min(20, len(self.valid)) + 1)]
+                self.producer.send(TOPIC, key=event["sensor_id"].encode(), value=json.dumps(event).encode())
+                self.valid.append(event)
+            else:
+                event = {"event_id": f"k{i:07d}", "sensor_id": f"s-{i % 7}", "timestamp": int(time.time() * 1000),
+                         "temperature": round(self.rng.uniform(-5.0, 35.0), 2)}
+                self.producer.send(TOPIC, key=event["sensor_id"].encode(), value=json.dumps(event).encode())
+                self.valid.append(event)
+            time.sleep(1.0 / self.rate)
+        self.producer.flush(60)
+        self.producer.close()
+
+
+def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark, stack) -> None:  # type: ignore[no-untyped-def]
+    from lakehouse.commands.speed import speed_process, start_speed, stop_speed, wait_caught_up
+    from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.io.ops_reader import read_rows
+
+    cfg = stack
+    ensure_topic(cfg, TOPIC)
+    rng = random.Random(7)
+    producer = Producer(cfg)
+    producer.start()
+    trials: list[str] = []
+    try:
+        start_speed(cfg, PIPELINE, wait=300)
+        for trial in range(KILLS):
+            delay = rng.uniform(4.0, 20.0)  # a random moment: mid-batch, mid-commit or idle
+            time.sleep(delay)
+            proc = speed_process(cfg, PIPELINE)
+            assert proc.running(), f"speed job died on its own before kill {trial + 1}:\n{proc.tail(30)}"
+            assert proc.stop(timeout=0, sig=signal.SIGKILL)  # the whole process group: driver and JVM
+            trials.append(f"kill -9 after {delay:.1f}s with {len(producer.valid)} valid records sent")
+            start_speed(cfg, PIPELINE, wait=300)
+        time.sleep(rng.uniform(4.0, 12.0))
+        assert stop_speed(cfg, PIPELINE), "graceful stop found no running job"
+        trials.append(f"graceful stop/start with {len(producer.valid)} valid records sent")
+        time.sleep(5)  # events keep arriving while the job is down
+        start_speed(cfg, PIPELINE, wait=300)
+        time.sleep(10)
+    finally:
+        producer.stopping.set()
+        producer.join(120)
+    try:
+        assert wait_caught_up(cfg, PIPELINE, timeout=600), "speed job did not catch up after the last restart"
+    finally:
+        stop_speed(cfg, PIPELINE)
+    print("\ncrash trials: " + "; ".join(trials))
+
+    sent = producer.valid
+    bronze = spark.table("bronze.sensor_readings")
+    coords = bronze.select("kafka_partition", "kafka_offset")
+    assert bronze.count() == len(sent), "bronze holds every valid Kafka record exactly once (duplicates are records too)"
+    assert coords.distinct().count() == len(sent), "no Kafka record was written twice"
+    by_id: dict[str, int] = {}
+    for r in bronze.groupBy("event_id").count().collect():
+        by_id[r["event_id"]] = r["count"]
+    sent_by_id: dict[str, int] = {}
+    for e in sent:
+        sent_by_id[e["event_id"]] = sent_by_id.get(e["event_id"], 0) + 1
+    assert by_id == sent_by_id
+    assert spark.table("quarantine.sensor_readings").count() == producer.malformed
+
+    expected = expected_tumbling(sent)  # deduplicated on the event id, in plain Python
+    got = speed_rows(spark, "speed.sensor_readings")
+    assert set(got) == set(expected)
+    for key, (count, avg, lo, hi) in expected.items():
+        row = got[key]
+        assert (row.event_count, row.min_temperature, row.max_temperature) == (count, lo, hi), key
+        assert row.avg_temperature == pytest.approx(avg), key
+
+    progress = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == PIPELINE]
+    assert sum(r["rows_dropped_by_watermark"] for r in progress if r["query"] == "speed") == 0
