@@ -111,14 +111,6 @@ STREAM_PROGRESS = Contract(
     grain=("pipeline", "query", "query_version", "run_id", "batch_id"),
 )
 
-QUERY_VERSIONS = Contract(
-    naming.ops_table("query_versions"),
-    (("pipeline", "string"), ("version", "int"), ("speed_table", "string"), ("status", "string"),
-     ("created_at", "timestamp"), ("activated_at", "timestamp"), ("retired_at", "timestamp")),
-    grain=("pipeline", "version"),
-)
-
-
 def ensure(spark: SparkSession, *contracts: Contract) -> None:
     for contract in contracts:
         spark.sql(contract.ddl())

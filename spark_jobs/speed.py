@@ -28,7 +28,8 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.pipeline import Pipeline, load_pipeline
 
-INGEST_VERSION = 1
+INGEST_VERSION = naming.INGEST_VERSION
+MAX_RESTARTS = 3  # per query and process; then the job exits 1 and its supervisor (Airflow) takes over
 
 
 class SpeedMerge:
@@ -125,6 +126,17 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     return queries
 
 
+def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> None:
+    """Create ``serving.<p>`` when the active speed version starts and the view does not exist yet,
+    so readers (and Kappa mode, which has no batch publish) find it from the first micro-batch."""
+    from lakehouse.commands.speed import active_version_file
+    from lakehouse.serving import refresh_view
+
+    view = naming.table("serving", p.name)
+    if "speed" in which and version == active_version_file(cfg, p.name) and not spark.catalog.tableExists(view):
+        refresh_view(spark, cfg, p, speed_version=version)
+
+
 def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list[str]) -> list[Any]:
     """One copy of each query, whoever starts it: exclusive flocks held for the process's life."""
     handles = []
@@ -143,6 +155,36 @@ def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list
     return handles
 
 
+def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queries: dict[str, Any],
+              starting_offsets: str | None, stopping: dict[str, bool], run_seconds: float | None) -> list[tuple[str, str]]:
+    """Wait while the queries run; restart a failed query from its checkpoint (at most
+    ``MAX_RESTARTS`` times each). Returns the queries that failed for good, with their errors.
+
+    A restart is safe because every sink is idempotent. It is needed in practice: Spark 4.1's Kafka
+    source throws a NullPointerException in ``KafkaMicroBatchStream.metrics`` after re-running the
+    uncommitted batch it finds in the offset log on restart (SPARK-55271; the batch itself commits
+    first, so the next start succeeds)."""
+    started, restarts = time.monotonic(), dict.fromkeys(queries, 0)
+    while not stopping["flag"]:
+        if run_seconds is not None and time.monotonic() - started > run_seconds:
+            return []
+        for name, query in list(queries.items()):
+            if query.isActive:
+                continue
+            error = query.exception()
+            if error is None:  # stopped from outside the loop
+                return []
+            if restarts[name] >= MAX_RESTARTS:
+                return [(name, str(error))]
+            restarts[name] += 1
+            first_line = (str(error).strip().splitlines() or [error.__class__.__name__])[0][:300]
+            print(f"speed: query {name} failed ({first_line}); restarting it from its checkpoint "
+                  f"({restarts[name]}/{MAX_RESTARTS})", file=sys.stderr, flush=True)
+            queries[name] = start_queries(spark, cfg, p, version, [name], starting_offsets)[name]
+        time.sleep(0.5)
+    return []
+
+
 def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,
         run_seconds: float | None = None) -> None:
     from lakehouse.spark_session import get_spark
@@ -158,16 +200,12 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     signal.signal(signal.SIGINT, _on_term)
     spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
     queries = start_queries(spark, cfg, p, version, which, starting_offsets)
+    ensure_serving_view(spark, cfg, p, version, which)
     recorder = ProgressRecorder(spark, p.name, version, queries)
     recorder.start()
     print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
-    started = time.monotonic()
     try:
-        while not stopping["flag"] and all(q.isActive for q in queries.values()):
-            if run_seconds is not None and time.monotonic() - started > run_seconds:
-                break
-            time.sleep(0.5)
-        failed = [(n, q.exception()) for n, q in queries.items() if not q.isActive and q.exception()]
+        failed = supervise(spark, cfg, p, version, queries, starting_offsets, stopping, run_seconds)
     finally:
         for q in queries.values():
             if q.isActive:

@@ -61,12 +61,17 @@ class ManagedProcess:
         self.pid_file.write_text(f"{proc.pid}\n{_marker(argv)}\n")
         return proc.pid
 
-    def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> bool:
-        """Send ``sig`` to the process group, wait, then SIGKILL. True if something was stopped."""
+    def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM, group: bool = True) -> bool:
+        """Send ``sig`` to the process group (or, ``group=False``, to the leader only, which then
+        shuts its own children down), wait, then SIGKILL the group. True if something was stopped."""
         pid = self.pid()
         if pid is None:
             return False
-        _signal_group(pid, sig)
+        if group:
+            _signal_group(pid, sig)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and pid_alive(pid):
             time.sleep(0.2)
@@ -75,6 +80,21 @@ class ManagedProcess:
             wait_until(lambda: not pid_alive(pid), 10)
         self.pid_file.unlink(missing_ok=True)
         return True
+
+    def log_size(self) -> int:
+        """Current size of the log, to read only what a new start writes (``log_since``)."""
+        try:
+            return self.log_file.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        try:
+            with open(self.log_file, "rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def tail(self, lines: int = 20) -> str:
         try:

@@ -23,7 +23,7 @@ def speed_process(cfg: TidewaterConfig, pipeline: str, name: str | None = None) 
 
 def active_version_file(cfg: TidewaterConfig, pipeline: str) -> int:
     """The serving (active) speed version, as recorded by replay switches (default 1)."""
-    path = cfg.data_dir / "versions" / f"{pipeline}.active"
+    path = naming.versions_dir(cfg) / f"{pipeline}.active"
     try:
         return int(path.read_text().strip())
     except (FileNotFoundError, ValueError):
@@ -32,7 +32,7 @@ def active_version_file(cfg: TidewaterConfig, pipeline: str) -> int:
 
 def set_active_version(cfg: TidewaterConfig, pipeline: str, version: int) -> None:
     """Record the active speed version atomically (write + rename)."""
-    path = cfg.data_dir / "versions" / f"{pipeline}.active"
+    path = naming.versions_dir(cfg) / f"{pipeline}.active"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(f"{version}\n")
@@ -49,10 +49,11 @@ def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None,
     argv = [sys.executable, "-m", "spark_jobs.speed", pipeline, "--version", str(version), "--queries", queries]
     if starting_offsets:
         argv += ["--starting-offsets", starting_offsets]
+    mark = proc.log_size()  # the log is appended across runs: look only at this start's lines
     pid = proc.start(argv)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        if "running queries" in proc.tail(50):
+        if "running queries" in proc.log_since(mark):
             return pid
         if not proc.running():
             raise TidewaterError(f"speed: {pipeline} exited during start; log {proc.log_file}:\n{proc.tail(15)}")
@@ -61,8 +62,10 @@ def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None,
 
 
 def stop_speed(cfg: TidewaterConfig, pipeline: str, name: str | None = None) -> bool:
-    """Graceful stop (SIGTERM: queries stop, progress is flushed), SIGKILL after 90 s."""
-    return bool(speed_process(cfg, pipeline, name).stop(timeout=90))
+    """Graceful stop, SIGKILL after 90 s. SIGTERM goes to the Python driver only: it stops its queries
+    and flushes progress while its JVM is still alive (a JVM signalled at the same time shuts down
+    under the running micro-batch)."""
+    return bool(speed_process(cfg, pipeline, name).stop(timeout=90, group=False))
 
 
 def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
@@ -70,7 +73,7 @@ def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
 
     stopped = []
     for pid_file in sorted([*naming.run_dir(cfg).glob("speed-*.pid"), *naming.run_dir(cfg).glob("replay-*.pid")]):
-        if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90):
+        if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90, group=False):
             stopped.append(pid_file.stem)
     return stopped
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.contracts import STREAM_PROGRESS
+from lakehouse.naming import INGEST_VERSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,7 +91,7 @@ class ProgressRecorder:
                 p = json.loads(prog.json) if hasattr(prog, "json") else prog
                 key = (p.get("runId") or "", int(p["batchId"]))
                 if key[0] != last[0] or key[1] > last[1]:
-                    rows.append(progress_row(self.pipeline, name, self.version, p))
+                    rows.append(progress_row(self.pipeline, name, INGEST_VERSION if name == "ingest" else self.version, p))
                     last = key
             self._seen[name] = last
         if rows:

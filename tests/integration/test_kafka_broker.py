@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -47,7 +49,7 @@ def test_broker_listens_on_loopback_only(stack) -> None:  # type: ignore[no-unty
     port_hex = f"{stack.kafka.port:04X}"
     listening = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in open(table).read().splitlines()[1:]:
+        for line in Path(table).read_text().splitlines()[1:]:
             local, state = line.split()[1], line.split()[3]
             if local.endswith(":" + port_hex) and state == "0A":  # 0A = LISTEN
                 listening.append(local.split(":")[0])

@@ -60,7 +60,7 @@ class Producer(threading.Thread):
 
 
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark, stack) -> None:  # type: ignore[no-untyped-def]
-    from lakehouse.commands.speed import speed_process, start_speed, stop_speed, wait_caught_up
+    from lakehouse.commands.speed import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.ops_reader import read_rows
 
@@ -90,7 +90,9 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         producer.stopping.set()
         producer.join(120)
     try:
-        assert wait_caught_up(cfg, PIPELINE, timeout=600), "speed job did not catch up after the last restart"
+        caught_up = wait_caught_up(cfg, PIPELINE, timeout=600)
+        assert caught_up, (f"speed job did not catch up after the last restart; trials {trials}; lag "
+                           f"{speed_status(cfg, PIPELINE).get('lag')}; log:\n{speed_process(cfg, PIPELINE).tail(60)}")
     finally:
         stop_speed(cfg, PIPELINE)
     print("\ncrash trials: " + "; ".join(trials))

@@ -27,9 +27,9 @@ spark.stop()
 
 
 def test_delta_write_and_read_on_standalone_master(stack) -> None:  # type: ignore[no-untyped-def]
-    from infra.services.process import ManagedProcess, free_port, port_open, wait_until
-
     import pyspark
+
+    from infra.services.process import ManagedProcess, free_port, port_open, wait_until
 
     spark_home = Path(pyspark.__file__).parent
     master_port, worker_ui, master_ui = free_port(), free_port(), free_port()
