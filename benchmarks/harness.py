@@ -33,7 +33,7 @@ def machine_facts() -> dict[str, Any]:
 
     mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                    if line.startswith("MemTotal")), 0)
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("pyspark", "delta-spark", "kafka-python", "duckdb", "matplotlib"):
         try:
             versions[pkg] = version(pkg)

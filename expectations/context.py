@@ -53,7 +53,7 @@ def runtime_context(cfg: TidewaterConfig) -> Iterator[Any]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _sync_suites(root / "gx")
         context = gx.get_context(mode="file", project_root_dir=str(root))
-        site = {
+        site: Any = {
             "class_name": "SiteBuilder",
             "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir(cfg))},

@@ -111,7 +111,7 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
         batch_def = asset.add_batch_definition_whole_dataframe(name)
     validation = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
-    actions = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
+    actions: list[Any] = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(name=f"check.{name}", validation_definitions=[validation], actions=actions))
     result = checkpoint.run(batch_parameters={"dataframe": df},

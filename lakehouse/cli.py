@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from lakehouse.errors import TidewaterError
 
@@ -23,7 +24,7 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, with the fix
+    def error(self, message: str) -> NoReturn:  # one line, with the fix
         self.exit(2, f"tidewater: {message} (see 'tidewater {self.prog.split(' ', 1)[-1]} --help')\n"
                   if " " in self.prog else f"tidewater: {message} (see 'tidewater --help')\n")
 

@@ -171,7 +171,8 @@ def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None)
         if key not in ("watermark", "allowed_lateness"):
             raise PipelineDefinitionError(name, f"pipelines.{name}.{key}", "cannot be overridden; only watermark and allowed_lateness can")
     if extra:
-        pipeline = replace(pipeline, **{k: _duration(name, k, v) for k, v in extra.items()})
+        changes: dict[str, Any] = {k: _duration(name, k, v) for k, v in extra.items()}
+        pipeline = replace(pipeline, **changes)
     return pipeline
 
 

@@ -113,7 +113,7 @@ def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
 
     staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{run['run_id']}'")
     cols = contracts.batch(p).column_names
-    values = {f"`{c}`": f"s.`{c}`" for c in cols}
+    values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in cols}
     cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
     merge = (DeltaTable.forName(spark, naming.table("batch", p.name)).alias("t").merge(staged.alias("s"), cond)
              .whenMatchedDelete(condition="s.op = 'delete'")

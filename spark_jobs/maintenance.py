@@ -42,7 +42,7 @@ def delta_tables(spark: SparkSession) -> list[str]:
 
 def _is_delta(spark: SparkSession, table: str) -> bool:
     try:
-        return str(spark.sql(f"DESCRIBE DETAIL {table}").first()["format"]) == "delta"
+        return str(spark.sql(f"DESCRIBE DETAIL {table}").collect()[0]["format"]) == "delta"
     except Exception:  # not a Delta table (or vanished): nothing to maintain
         return False
 
@@ -55,7 +55,7 @@ def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool
     for table in delta_tables(spark):
         row: dict[str, Any] = {"table": table}
         if not dry_run:
-            metrics = spark.sql(f"OPTIMIZE {table}").first()["metrics"]
+            metrics = spark.sql(f"OPTIMIZE {table}").collect()[0]["metrics"]
             row["files_removed"] = int(metrics["numFilesRemoved"])
             row["files_added"] = int(metrics["numFilesAdded"])
         vacuum = f"VACUUM {table} RETAIN {retention_hours} HOURS{' DRY RUN' if dry_run else ''}"

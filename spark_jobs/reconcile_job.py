@@ -32,7 +32,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     if span["lo"] is None:
         staged.unpersist()
         return 0
-    version = staged.select("bronze_version").first()[0]
+    version = staged.select("bronze_version").collect()[0][0]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
     speed_table = naming.speed_table(p.name, active_version_file(cfg, p.name))

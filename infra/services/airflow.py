@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -161,18 +162,18 @@ def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
     for component in reversed(COMPONENTS):
         group = _process(cfg, component).pid()
         stopped = _process(cfg, component).stop(timeout=timeout) or stopped
-        if group and not wait_until(lambda g=group: not _group_alive(g), timeout):
+        if group and not wait_until(functools.partial(_group_dead, group), timeout):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
     return stopped
 
 
-def _group_alive(pgid: int) -> bool:
+def _group_dead(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
         return False
+    except ProcessLookupError:
+        return True
 
 
 def health(cfg: TidewaterConfig) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def command(cfg: TidewaterConfig) -> list[str]:
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     argv.append("spark-internal")
-    for key, value in (("hive.server2.thrift.bind.host", cfg.thrift.host), ("hive.server2.thrift.port", cfg.thrift.port),
+    for key, value in (("hive.server2.thrift.bind.host", cfg.thrift.host), ("hive.server2.thrift.port", str(cfg.thrift.port)),
                        ("hive.server2.authentication", AUTH), ("hive.server2.transport.mode", "binary")):
         argv += ["--hiveconf", f"{key}={value}"]
     return argv
