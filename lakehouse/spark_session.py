@@ -9,6 +9,7 @@ the data folder, so ``bronze.sensor_readings`` means the same table in every pro
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakehouse import naming
@@ -29,6 +30,9 @@ def spark_jars() -> list[str]:
     return jars
 
 
+LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
+
+
 def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     """All Spark settings as a dict (also used to build spark-submit command lines)."""
     from infra.services import metastore
@@ -42,6 +46,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
         "spark.master": cfg.spark.master,
         "spark.jars": ",".join(spark_jars()),
         "spark.driver.extraClassPath": str(derby_client[0]),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
         "spark.driver.memory": cfg.spark.driver_memory,
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
