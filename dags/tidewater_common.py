@@ -35,6 +35,13 @@ def batch_schedule() -> str | None:
     return None if value.lower() in ("", "none", "null") else value
 
 
+def speed_schedule() -> str | None:
+    """How often ``tidewater_speed`` supervises (``TIDEWATER_AIRFLOW_SPEED_SCHEDULE``, default every
+    5 minutes); ``none`` = manual runs only."""
+    value = os.environ.get("TIDEWATER_AIRFLOW_SPEED_SCHEDULE", "*/5 * * * *").strip()
+    return None if value.lower() in ("", "none", "null") else value
+
+
 def tidewater_bin() -> str:
     here = Path(sys.executable).parent / "tidewater"
     return str(here) if here.exists() else "tidewater"

@@ -12,7 +12,14 @@ from datetime import datetime
 
 from airflow.sdk import Param, dag, get_current_context, task
 
-from dags.tidewater_common import DEFAULT_ARGS, pipelines, run_tidewater, speed_decision, speed_status
+from dags.tidewater_common import (
+    DEFAULT_ARGS,
+    pipelines,
+    run_tidewater,
+    speed_decision,
+    speed_schedule,
+    speed_status,
+)
 
 
 def supervise_task(p: str):  # type: ignore[no-untyped-def]
@@ -43,7 +50,7 @@ def supervise_task(p: str):  # type: ignore[no-untyped-def]
 
 @dag(
     dag_id="tidewater_speed",
-    schedule="*/5 * * * *",
+    schedule=speed_schedule(),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -6,9 +6,11 @@
    ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving.
 3. Wait until v(N+1) has caught up to within ``replay.max_lag_records`` (its committed end offsets
    in ``ops.stream_progress`` vs the topic's end offsets).
-4. Switch: re-create ``serving.<p>`` on v(N+1) (one catalog operation), record the active version,
-   stop the replay job and the old main job, and restart the main job (ingest v1 + speed v(N+1),
-   which resumes from the replay's checkpoint). Version N is kept: ``--rollback`` switches back.
+4. Switch: stop the main job (vN freezes), wait until v(N+1) has committed at least vN's offsets,
+   re-create ``serving.<p>`` on v(N+1) (one catalog operation, so readers never see a window
+   twice or lose one), record the active version, stop the replay job and restart the main job
+   (ingest v1 + speed v(N+1), which resumes from the replay's checkpoint). Version N is kept:
+   ``--rollback`` switches back.
 """
 
 from __future__ import annotations
@@ -63,6 +65,23 @@ def replay_lag(cfg: TidewaterConfig, p: Pipeline, version: int) -> int | None:
     return sum(max(0, end - int(done.get(str(part), 0))) for part, (_b, end) in offsets(cfg, p.topic).items())
 
 
+def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeout: float) -> bool:
+    """Block until query version ``new`` has committed, in every partition, at least the offsets
+    that (stopped) version ``old`` committed: then every window ``old`` served is in ``new`` too,
+    and switching the view from one to the other neither drops nor repeats a window."""
+    from lakehouse.commands.speed import parse_offsets
+    from spark_jobs.io.ops_reader import latest_progress
+
+    target = parse_offsets(latest_progress(cfg, p.name, "speed", version=old).get("end_offsets")).get(p.topic, {})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = parse_offsets(latest_progress(cfg, p.name, "speed", version=new).get("end_offsets")).get(p.topic, {})
+        if all(int(done.get(part, -1)) >= int(offset) for part, offset in target.items()):
+            return True
+        time.sleep(1)
+    return False
+
+
 def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int,
            refresh: Callable[[int], Any], replay_job: str | None, restart_main: bool) -> None:
     """The atomic switch: view first (readers move in one step), then the active-version record."""
@@ -107,6 +126,12 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
         raise TidewaterError(f"replay: v{new} did not catch up within {timeout:.0f}s (lag {lag}); v{active} is "
                              "still active and the replay job was stopped")
     caught_up = time.monotonic() - started
+    stop_speed(cfg, p.name)  # freeze v(N): from here on, what it serves cannot grow any more
+    if not wait_not_behind(cfg, p, new, active, timeout=max(60.0, deadline - time.monotonic())):
+        stop_speed(cfg, p.name, name=job)
+        if main_running:
+            start_speed(cfg, p.name)
+        raise TidewaterError(f"replay: v{new} did not reach v{active}'s committed offsets; v{active} is still active")
     switch(cfg, p, new, active, refresh, job, restart_main=main_running or cfg.mode == "kappa")
     return {"pipeline": p.name, "from_version": active, "to_version": new, "lag_at_switch": lag,
             "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}

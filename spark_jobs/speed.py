@@ -32,71 +32,10 @@ INGEST_VERSION = naming.INGEST_VERSION
 MAX_RESTARTS = 3  # per query and process; then the job exits 1 and its supervisor (Airflow) takes over
 
 
-class SpeedMerge:
-    """foreachBatch sink of the ``speed`` query: MERGE windows, then mark finalized ones."""
-
-    def __init__(self, spark: Any, p: Pipeline, table: str) -> None:
-        self.spark, self.p, self.table = spark, p, table
-        self.append_mode = p.window.type == "session"
-        row = spark.sql(f"SELECT max(max_event_time) AS m FROM {table}").collect()[0]
-        self.max_event_time = row["m"]
-
-    def __call__(self, df: Any, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        from spark_jobs.io.delta_io import merge_upsert
-
-        df = df.persist()
-        try:
-            top = df.agg(F.max("max_event_time")).collect()[0][0]
-            if top is not None and (self.max_event_time is None or top > self.max_event_time):
-                self.max_event_time = top
-            rows = df.select(
-                *df.columns, F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
-                F.lit(self.append_mode).alias("is_final"),
-            )
-            merge_upsert(self.spark, rows, self.table, self.p.grain, newer_than="batch_id")
-        finally:
-            df.unpersist()
-        self.finalize()
-
-    def watermark_expr(self) -> str | None:
-        if self.max_event_time is None:
-            return None
-        return f"timestamp'{self.max_event_time.isoformat(sep=' ')}' - INTERVAL {self.p.watermark_seconds} SECONDS"
-
-    def finalize(self) -> None:
-        """Windows whose end the watermark has passed will never change again in the stream."""
-        wm = self.watermark_expr()
-        if wm is not None and not self.append_mode:
-            self.spark.sql(f"UPDATE {self.table} SET is_final = true WHERE NOT is_final AND window_end <= {wm}")
-
-
-def ingest_writer(p: Pipeline, version: int) -> Any:
-    """foreachBatch sink of the ``ingest`` query: bronze and quarantine, each exactly once."""
-    from spark_jobs.io.delta_io import idempotent_append
-    from spark_jobs.transforms.parse import quarantined, valid_events
-
-    bronze_app = naming.txn_app_id(p.name, "bronze", version)
-    quarantine_app = naming.txn_app_id(p.name, "quarantine", version)
-
-    def _write(df: Any, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        df = df.persist()
-        try:
-            bronze = valid_events(df).withColumn("event_date", F.to_date("event_time"))
-            idempotent_append(bronze, naming.table("bronze", p.name), bronze_app, batch_id)
-            idempotent_append(quarantined(df), naming.table("quarantine", p.name), quarantine_app, batch_id)
-        finally:
-            df.unpersist()
-
-    return _write
-
-
 def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
                   starting_offsets: str | None = None) -> dict[str, Any]:
     from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.io.speed_sinks import SpeedMerge, ingest_writer
     from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
     from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
 

@@ -114,7 +114,9 @@ def _cmdline_matches(pid: int, pid_file: Path) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except (IndexError, FileNotFoundError, PermissionError):
         return True
-    return marker in cmdline
+    # empty while the process is between fork and exec (e.g. spark-submit's scripts exec'ing java):
+    # that is our process starting, not a reused PID
+    return not cmdline.strip() or marker in cmdline
 
 
 def pid_alive(pid: int) -> bool:

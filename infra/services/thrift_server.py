@@ -53,7 +53,7 @@ def command(cfg: TidewaterConfig) -> list[str]:
     return argv
 
 
-def start(cfg: TidewaterConfig, timeout: float = 180) -> int:
+def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     proc = _process(cfg)
     if proc.running():
         return proc.pid() or 0

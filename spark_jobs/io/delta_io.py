@@ -21,13 +21,16 @@ def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> N
 
 
 def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[str],
-                 newer_than: str | None = None) -> None:
+                 newer_than: str | None = None, target_filter: str | None = None) -> None:
     """Upsert ``df`` into ``table`` on ``keys`` (null-safe). Rows carry absolute values, so
     re-running the same MERGE leaves the table unchanged. ``newer_than`` (a column) skips updates
-    that would replace a row with an older one."""
+    that would replace a row with an older one. ``target_filter`` (SQL on alias ``t``) must hold
+    for every target row that a source row can match; Delta uses it to skip files."""
     from delta.tables import DeltaTable
 
     cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    if target_filter:
+        cond = f"{target_filter} AND {cond}"
     update_cond = f"s.`{newer_than}` >= t.`{newer_than}`" if newer_than else None
     (DeltaTable.forName(spark, table).alias("t").merge(df.alias("s"), cond)
      .whenMatchedUpdateAll(condition=update_cond).whenNotMatchedInsertAll().execute())

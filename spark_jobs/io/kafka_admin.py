@@ -11,14 +11,17 @@ def topic_retention_ms(cfg: TidewaterConfig) -> int:
 
 
 def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None) -> bool:
-    """Create ``topic`` if missing. True if it was created."""
+    """Create ``topic`` if missing. True if it was created. In kappa mode an existing topic is set
+    to keep its records forever too (a stack switched from lambda to kappa keeps its history)."""
     from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
+    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
     try:
         if topic in admin.list_topics():
+            if cfg.mode == "kappa":
+                admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "-1"})])
             return False
         new = NewTopic(topic, num_partitions=partitions or cfg.kafka.partitions, replication_factor=1,
                        topic_configs={"retention.ms": str(topic_retention_ms(cfg))})
@@ -44,3 +47,17 @@ def offsets(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
         return {tp.partition: (begin[tp], end[tp]) for tp in tps}
     finally:
         consumer.close()
+
+
+def topic_config(cfg: TidewaterConfig, topic: str) -> dict[str, str]:
+    """The topic's non-default settings (e.g. ``retention.ms``), as the broker reports them."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
+    try:
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        admin.close()
+    entries = described.get("topic", {}).get(topic, {})
+    return {key: str(data.get("value")) for key, data in entries.items() if isinstance(data, dict)}

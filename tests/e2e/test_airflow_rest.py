@@ -64,12 +64,14 @@ def airflow_up(stack):  # type: ignore[no-untyped-def]
     from infra.services import airflow
 
     os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"  # only the runs this test triggers
+    os.environ["TIDEWATER_AIRFLOW_SPEED_SCHEDULE"] = "none"
     started = time.monotonic()
     airflow.start(stack)
     print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
     yield stack
     airflow.stop(stack)
     os.environ.pop("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", None)
+    os.environ.pop("TIDEWATER_AIRFLOW_SPEED_SCHEDULE", None)
     assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)
 
 
@@ -100,3 +102,50 @@ def test_trigger_batch_through_rest_api(airflow_up, spark) -> None:  # type: ign
     names = {e.get("name") or e.get("uri") for e in events.get("asset_events", [])}
     assert {"batch.sensor_readings", "serving.sensor_readings"} <= names or \
         {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"} <= names, names
+
+
+def trigger(cfg, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
+    """Unpause, trigger with ``conf``, wait; returns the finished run and its task states."""
+    wait_for_dag(cfg, tok, dag_id)
+    api(cfg, "PATCH", f"/api/v2/dags/{dag_id}", tok, {"is_paused": False})
+    run = api(cfg, "POST", f"/api/v2/dags/{dag_id}/dagRuns", tok, {"logical_date": None, "conf": conf})
+    done = wait_for_run(cfg, tok, dag_id, run["dag_run_id"])
+    tis = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances", tok)
+    return done, {t["task_id"]: t["state"] for t in tis["task_instances"]}
+
+
+def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
+    from lakehouse.commands.speed import speed_process
+    from spark_jobs.io.kafka_admin import ensure_topic
+
+    cfg = airflow_up
+    ensure_topic(cfg, "sensor-readings")
+    tok = token(cfg)
+    timings = {}
+    started = time.monotonic()
+    done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "ensure"})
+    timings["speed ensure"] = time.monotonic() - started
+    assert done["state"] == "success", states
+    first_pid = speed_process(cfg, "sensor_readings").pid()
+    assert first_pid, "the supervisor started the speed job"
+    done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "ensure"})
+    assert done["state"] == "success", states
+    assert speed_process(cfg, "sensor_readings").pid() == first_pid, "never a second copy"
+    assert not speed_process(cfg, "lift_rides").running()  # not selected: left alone
+    started = time.monotonic()
+    done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "stop"})
+    timings["speed stop"] = time.monotonic() - started
+    assert done["state"] == "success", states
+    assert not speed_process(cfg, "sensor_readings").running()
+
+    started = time.monotonic()
+    done, states = trigger(cfg, tok, "tidewater_quality", {})
+    timings["quality"] = time.monotonic() - started
+    assert done["state"] == "success", states
+    assert (cfg.data_dir / "docs" / "index.html").exists(), "Data Docs published"
+    started = time.monotonic()
+    done, states = trigger(cfg, tok, "tidewater_maintenance", {})
+    timings["maintenance"] = time.monotonic() - started
+    assert done["state"] == "success", states
+    assert set(states) == {"tables", "ops", "checkpoints"} and set(states.values()) == {"success"}
+    print("DAG runs: " + ", ".join(f"{k} {v:.0f}s" for k, v in timings.items()))

@@ -87,3 +87,25 @@ def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  #
     assert sum(r["rows_dropped_by_watermark"] for r in progress if r["query"] == "speed") == 4
     assert {r["query"] for r in progress} == {"ingest", "speed"}
     assert all(r["end_offsets"] and r["batch_duration_ms"] >= 0 for r in progress)
+
+    # exactness: the batch layer then serves, up to its cutoff, the exact answer over EVERY valid
+    # event (the late ones included), deduplicated, computed here in plain Python
+    out = cli("batch", "sensor_readings")
+    assert "published" in out.stdout
+    cutoff_ms = max(e["timestamp"] for e in valid_records) - 2 * MINUTE  # max event time - allowed lateness
+    exact = {k: v for k, v in expected_tumbling(valid_records).items() if k[1] + MINUTE <= cutoff_ms}
+    serving = speed_rows(spark, "serving.sensor_readings")
+    batch_rows = {k: r for k, r in serving.items() if r.source == "batch"}
+    assert set(batch_rows) == set(exact)
+    for key, (count, avg, lo, hi) in exact.items():
+        row = batch_rows[key]
+        assert (row.event_count, row.min_temperature, row.max_temperature) == (count, lo, hi), key
+        assert row.avg_temperature == pytest.approx(avg), key
+    # the window the late events landed in is the one the batch layer corrected
+    late_window = ("s-a", t0 + MINUTE)
+    assert batch_rows[late_window].finality == "corrected" and batch_rows[late_window].event_count == 4 + 3
+    assert {r.finality for k, r in batch_rows.items() if k != late_window} == {"final"}
+    # speed rows after the cutoff, none twice
+    assert all(r.source == "speed" for k, r in serving.items() if k[1] + MINUTE > cutoff_ms)
+    assert spark.sql("SELECT sensor_id, window_start FROM serving.sensor_readings GROUP BY 1, 2 "
+                     "HAVING count(*) > 1").count() == 0

@@ -1,0 +1,148 @@
+"""Kappa mode end to end: the speed layer serves, ``replay`` rebuilds history from the Kafka log
+into version 2 while events keep flowing, and switches atomically.
+
+While the replay runs, a reader polls ``serving.sensor_readings``: no (sensor, window) may ever
+appear twice, and no window it has seen may disappear. Afterwards the replayed table equals the
+batch computation over bronze (the batch layer's own transform) and an exact plain-Python answer;
+``--rollback`` switches back to version 1.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
+
+
+@pytest.fixture(scope="module")
+def cfg(tw_env: dict[str, str]) -> Iterator[Any]:
+    """This module's stack runs in kappa mode (the subprocesses inherit the setting)."""
+    from lakehouse.config import load_config
+
+    os.environ["TIDEWATER_MODE"] = "kappa"
+    yield load_config()
+    os.environ.pop("TIDEWATER_MODE", None)
+
+
+class ServingReader(threading.Thread):
+    """Polls the serving view; records duplicate windows and windows that vanished."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__(daemon=True)
+        self.spark, self.stopping = spark, threading.Event()
+        self.polls, self.duplicates, self.vanished = 0, [], []  # type: ignore[var-annotated]
+        self.seen: set[tuple[str, Any]] = set()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                rows = self.spark.sql("SELECT sensor_id, window_start FROM serving.sensor_readings").collect()
+            except Exception as exc:  # a reader must never fail, not even during the switch
+                self.duplicates.append(f"query failed: {exc}")
+                return
+            keys = [(r.sensor_id, r.window_start) for r in rows]
+            if len(keys) != len(set(keys)):
+                self.duplicates.append(sorted({k for k in keys if keys.count(k) > 1})[:5])
+            gone = self.seen - set(keys)
+            if gone:
+                self.vanished.append(sorted(gone)[:5])
+            self.seen |= set(keys)
+            self.polls += 1
+            time.sleep(0.5)
+
+
+def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) -> None:  # type: ignore[no-untyped-def]
+    from infra.services.process import wait_until
+    from lakehouse.commands.speed import active_version_file, start_speed, stop_speed, wait_caught_up
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.serving import refresh_view
+    from spark_jobs import batch, replay
+    from spark_jobs.io.kafka_admin import ensure_topic, topic_config
+    from spark_jobs.transforms import incremental
+    from spark_jobs.transforms.windows import dedup_history
+
+    cfg = stack
+    assert cfg.mode == "kappa"
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap)  # created earlier in lambda mode: 7 days
+    admin.create_topics([NewTopic(TOPIC, cfg.kafka.partitions, 1, topic_configs={"retention.ms": "604800000"})])
+    admin.close()
+    assert not ensure_topic(cfg, TOPIC)
+    assert wait_until(lambda: topic_config(cfg, TOPIC).get("retention.ms") == "-1", 30)  # kappa keeps the whole log
+    t0 = (int(time.time() * 1000) - 3_600_000) // MINUTE * MINUTE
+    sensors = ["k-a", "k-b", "k-c"]
+    sent = [event(f"h{s}{i:03d}", s, t0 + i * 10_000, 15.0 + (i % 9) + k) for k, s in enumerate(sensors)
+            for i in range(60)]
+    sent += sent[:6]  # duplicates in the log
+    send(cfg, TOPIC, encode(sent))
+    start_speed(cfg, PIPELINE, wait=300)
+    assert wait_caught_up(cfg, PIPELINE, timeout=300)
+
+    reader = ServingReader(spark)
+    reader.start()
+    flowing = threading.Event()
+
+    def keep_producing() -> None:  # events keep arriving during the replay: 10 minutes on from t0
+        i = 0
+        while not flowing.is_set():
+            batch_ = [event(f"f{i:04d}{s}", s, t0 + 10 * MINUTE + i * 2_000, 20.0) for s in sensors]
+            send(cfg, TOPIC, encode(batch_))
+            sent.extend(batch_)
+            i += 1
+            time.sleep(1)
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    producer.start()
+    try:
+        out = replay.replay(cfg, p, refresh=lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=900)
+    finally:
+        flowing.set()
+        producer.join(60)
+    assert out["from_version"] == 1 and out["to_version"] == 2 and active_version_file(cfg, PIPELINE) == 2
+    assert wait_caught_up(cfg, PIPELINE, version=2, timeout=300)
+    time.sleep(10)  # a few more polls on the switched view
+    reader.stopping.set()
+    reader.join(60)
+    stop_speed(cfg, PIPELINE)
+    print(f"\nreplay: {out}; serving polls during the replay: {reader.polls}")
+    assert reader.polls >= 10 and reader.duplicates == [] and reader.vanished == []
+
+    # the view now reads version 2, which holds every window of the whole log
+    v2 = speed_rows(spark, "speed.sensor_readings__v2")
+    assert set(speed_rows(spark, "serving.sensor_readings")) == set(v2)
+    exact = expected_tumbling(sent)
+    assert set(v2) == set(exact)
+    for key, (count, avg, lo, hi) in exact.items():
+        assert (v2[key].event_count, v2[key].min_temperature, v2[key].max_temperature) == (count, lo, hi), key
+        assert v2[key].avg_temperature == pytest.approx(avg), key
+    # ... and equals the batch layer's computation over bronze (same history, same shared transform)
+    _version, snapshot = batch.bronze_snapshot(spark, p)
+    far_future = snapshot.selectExpr("max(event_time) + INTERVAL 1 DAY").collect()[0][0]
+    batch_rows = (incremental.all_windows(p, snapshot.transform(dedup_history(p)), far_future)
+                  .selectExpr("*", "unix_millis(window_start) AS ws").collect())
+    assert len(batch_rows) == len(v2)
+    for r in batch_rows:
+        row = v2[(r.sensor_id, r.ws)]
+        assert (row.event_count, row.min_temperature, row.max_temperature) == (
+            r.event_count, r.min_temperature, r.max_temperature)
+        assert row.avg_temperature == pytest.approx(r.avg_temperature)
+
+    # rollback: the view returns to version 1, and version 1 is still there
+    cli("replay", PIPELINE, "--rollback")
+    assert active_version_file(cfg, PIPELINE) == 1
+    spark.catalog.refreshTable("serving.sensor_readings")
+    view_sql = spark.sql("SHOW CREATE TABLE serving.sensor_readings").collect()[0][0]
+    assert "speed.sensor_readings s" in view_sql and "__v2" not in view_sql
