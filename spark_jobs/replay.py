@@ -4,8 +4,8 @@
    partition); otherwise refuse and change nothing (retention would leave silent gaps).
 2. Start speed query version N+1 alone, from the earliest offsets, with a fresh checkpoint, into
    ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving.
-3. Wait until v(N+1) has caught up to within ``replay.max_lag_records`` (its committed end offsets
-   in ``ops.stream_progress`` vs the topic's end offsets).
+3. Wait until v(N+1) has caught up: within ``replay.max_lag_records`` of the topic's end offsets,
+   or level with vN's committed offsets (both from ``ops.stream_progress``).
 4. Switch: stop the main job (vN freezes), wait until v(N+1) has committed at least vN's offsets,
    re-create ``serving.<p>`` on v(N+1) (one catalog operation, so readers never see a window
    twice or lose one), record the active version, stop the replay job and restart the main job
@@ -65,18 +65,29 @@ def replay_lag(cfg: TidewaterConfig, p: Pipeline, version: int) -> int | None:
     return sum(max(0, end - int(done.get(str(part), 0))) for part, (_b, end) in offsets(cfg, p.topic).items())
 
 
-def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeout: float) -> bool:
-    """Block until query version ``new`` has committed, in every partition, at least the offsets
-    that (stopped) version ``old`` committed: then every window ``old`` served is in ``new`` too,
-    and switching the view from one to the other neither drops nor repeats a window."""
+def not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, old_may_be_empty: bool = False) -> bool:
+    """True once query version ``new`` has committed, in every partition, at least the offsets that
+    version ``old`` has committed: every window ``old`` serves is then in ``new`` too. An ``old``
+    that never committed anything counts only if ``old_may_be_empty``."""
     from lakehouse.commands.speed import parse_offsets
     from spark_jobs.io.ops_reader import latest_progress
 
-    target = parse_offsets(latest_progress(cfg, p.name, "speed", version=old).get("end_offsets")).get(p.topic, {})
+    def committed(version: int) -> dict[str, Any]:
+        last = latest_progress(cfg, p.name, "speed", version=version)
+        return dict(parse_offsets(last.get("end_offsets")).get(p.topic, {})) if last else {}
+
+    target, done = committed(old), committed(new)
+    if not target:
+        return old_may_be_empty
+    return bool(done) and all(int(done.get(part, -1)) >= int(offset) for part, offset in target.items())
+
+
+def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeout: float) -> bool:
+    """Block until ``not_behind``; called with ``old`` stopped, so that switching the view from one
+    to the other neither drops nor repeats a window."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        done = parse_offsets(latest_progress(cfg, p.name, "speed", version=new).get("end_offsets")).get(p.topic, {})
-        if all(int(done.get(part, -1)) >= int(offset) for part, offset in target.items()):
+        if not_behind(cfg, p, new, old, old_may_be_empty=True):
             return True
         time.sleep(1)
     return False
@@ -118,7 +129,9 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
             raise TidewaterError(f"replay: job {job} exited; log {speed_process(cfg, p.name, job).log_file}; "
                                  f"v{active} is still active")
         lag = replay_lag(cfg, p, new)
-        if lag is not None and lag <= cfg.replay.max_lag_records:
+        # caught up: within the configured lag of the topic's end, or level with the live version
+        # (under steady load neither query is ever at the very end of the log)
+        if lag is not None and (lag <= cfg.replay.max_lag_records or not_behind(cfg, p, new, active)):
             break
         time.sleep(1)
     else:

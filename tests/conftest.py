@@ -57,16 +57,17 @@ def stack(cfg):  # type: ignore[no-untyped-def]
     """Real metastore + Kafka broker for one test module."""
     from infra.jars import fetch_jars
     from infra.services import kafka_broker, metastore
-
-    fetch_jars()
-    metastore.start(cfg)
-    kafka_broker.start(cfg)
-    yield cfg
     from lakehouse.commands.speed import stop_all_speed
 
-    stop_all_speed(cfg)
-    kafka_broker.stop(cfg)
-    metastore.stop(cfg)
+    fetch_jars()
+    try:  # stops what started even when a start fails (a failed fixture has no teardown)
+        metastore.start(cfg)
+        kafka_broker.start(cfg)
+        yield cfg
+    finally:
+        stop_all_speed(cfg)
+        kafka_broker.stop(cfg)
+        metastore.stop(cfg)
 
 
 @pytest.fixture(scope="module")

@@ -82,7 +82,9 @@ def _format_storage(cfg: TidewaterConfig, props: Path) -> None:
     """Format the KRaft log dir once; an existing log (meta.properties) is kept as is."""
     if (kafka_home(cfg) / "log" / "meta.properties").exists():
         return
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # a leading '-' would be read as an option by kafka-storage
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     result = subprocess.run(
         _java_cmd(cfg, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"),
         capture_output=True, text=True,
