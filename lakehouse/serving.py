@@ -4,7 +4,9 @@ Lambda mode: batch rows for windows with ``window_end <= cutoff`` (the latest pu
 run's cutoff, written into the view DDL as a literal each time a run is published) and rows of the
 ACTIVE speed table version with ``window_end > cutoff``. Both sides cut on the same column with
 complementary predicates, so a window is never shown twice nor missing, and the view is swapped
-by one catalog operation (``CREATE OR REPLACE VIEW``). Kappa mode: only the active speed table.
+by one catalog operation: ``ALTER VIEW ... AS`` (one metastore ``alter_table``). Not ``CREATE OR
+REPLACE VIEW``: Spark implements that as drop + create, and a reader in between gets
+TABLE_OR_VIEW_NOT_FOUND (seen in the Kappa replay test). Kappa mode: only the active speed table.
 
 Columns: grain, aggregates, ``max_event_time``, ``source`` ('batch' | 'speed'), ``finality``
 ('final' batch value equal to what the speed layer published, 'corrected' batch value that differs
@@ -40,12 +42,11 @@ def _differs(p: Pipeline) -> str:
 
 
 def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) -> str:
-    """DDL of ``serving.<p>`` (pure: the caller passes the active speed table and the cutoff)."""
+    """The SELECT behind ``serving.<p>`` (pure: the caller passes the active speed table and the cutoff)."""
     cols = [*p.grain, *(a.name for a in p.aggregates), "max_event_time"]
-    view = naming.table("serving", p.name)
     speed_cols = ", ".join(f"s.`{c}`" for c in cols)
     if mode == "kappa":
-        return (f"CREATE OR REPLACE VIEW {view} AS SELECT {speed_cols}, 'speed' AS source, "
+        return (f"SELECT {speed_cols}, 'speed' AS source, "
                 "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality, "
                 f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s")
     cut_text = (cutoff or EPOCH).isoformat(sep=" ")
@@ -54,8 +55,6 @@ def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) 
     on = " AND ".join(f"b.`{c}` <=> s.`{c}`" for c in p.grain)
     batch_cols = ", ".join(f"b.`{c}`" for c in cols)
     return (
-        f"CREATE OR REPLACE VIEW {view} "
-        f"COMMENT 'batch windows ending at or before {cut_text} UTC, speed windows after it' AS "
         f"SELECT {batch_cols}, 'batch' AS source, "
         f"CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
         f"concat('batch run ', b.run_id, ' from bronze v', b.bronze_version) AS as_of "
@@ -85,6 +84,11 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
     if cfg.mode != "kappa":
         contracts.ensure(spark, contracts.batch(p))
         cutoff = cutoff or published_cutoff(spark, p.name)
-    ddl = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff)
+    view = naming.table("serving", p.name)
+    select = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff)
+    if spark.catalog.tableExists(view):
+        ddl = f"ALTER VIEW {view} AS {select}"  # atomic: readers see the old or the new definition
+    else:
+        ddl = f"CREATE VIEW IF NOT EXISTS {view} AS {select}"
     spark.sql(ddl)
     return ddl

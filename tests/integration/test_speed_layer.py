@@ -43,7 +43,7 @@ def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  #
         assert wait_caught_up(cfg, "sensor_readings", timeout=300), "speed layer did not catch up with phase A"
         # watermark is now t0 + 5:45 - 2:00 = t0 + 3:45
         ooo = [event(f"o{s}", s, t0 + 4 * MINUTE + 10_000, 50.0) for s in SENSORS]
-        late = [event(f"l{i}", "s-a", t0 + MINUTE + 30_000, 99.0) for i in range(3)]
+        late = [event(f"l{i}", "s-a", t0 + MINUTE + 30_000, 45.0) for i in range(3)]
         dup_recent = [e for e in phase_a if e["timestamp"] >= t0 + 4 * MINUTE + 30_000][:3]
         dup_old = [phase_a[1]]  # event time t0 + 0:15, behind the watermark -> dropped as late
         send(cfg, "sensor-readings", encode(ooo + late + dup_recent + dup_old))
