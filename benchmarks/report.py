@@ -97,8 +97,13 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
 
 def write_report(run: dict[str, Any], folder: Path, stem: str) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
-    pngs = charts(run, folder, stem)
     json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
+    json_path.write_text(json.dumps(run, indent=2, default=str))  # first: a chart failure must not lose the data
+    try:
+        pngs = charts(run, folder, stem)
+    except ImportError as exc:  # matplotlib is in the `bench` extra (make bench installs it)
+        print(f"bench: no charts ({exc}); install with: .venv/bin/pip install -e '.[bench]'")
+        pngs = []
     files = {"json": str(json_path), "markdown": str(md_path), "charts": pngs}
     json_path.write_text(json.dumps({**run, "files": files}, indent=2, default=str))
     md_path.write_text(markdown(run, pngs))

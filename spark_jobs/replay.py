@@ -131,7 +131,9 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
         lag = replay_lag(cfg, p, new)
         # caught up: within the configured lag of the topic's end, or level with the live version
         # (under steady load neither query is ever at the very end of the log)
-        if lag is not None and (lag <= cfg.replay.max_lag_records or not_behind(cfg, p, new, active)):
+        # (only while the live version runs: a stopped one is no measure of the log's end)
+        if lag is not None and (lag <= cfg.replay.max_lag_records
+                                or (main_running and not_behind(cfg, p, new, active))):
             break
         time.sleep(1)
     else:
