@@ -52,34 +52,18 @@ def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
     return max([active, *used]) + 1
 
 
-def replay_lag(cfg: TidewaterConfig, p: Pipeline, version: int) -> int | None:
-    """Records of the topic that query ``version`` has not committed yet (None before its first batch)."""
-    from lakehouse.commands.speed import parse_offsets
-    from spark_jobs.io.kafka_admin import offsets
-    from spark_jobs.io.ops_reader import latest_progress
-
-    last = latest_progress(cfg, p.name, "speed", version=version)
-    if not last:
-        return None
-    done = parse_offsets(last.get("end_offsets")).get(p.topic, {})
-    return sum(max(0, end - int(done.get(str(part), 0))) for part, (_b, end) in offsets(cfg, p.topic).items())
-
-
 def not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, old_may_be_empty: bool = False) -> bool:
     """True once query version ``new`` has committed, in every partition, at least the offsets that
     version ``old`` has committed: every window ``old`` serves is then in ``new`` too. An ``old``
     that never committed anything counts only if ``old_may_be_empty``."""
-    from lakehouse.commands.speed import parse_offsets
-    from spark_jobs.io.ops_reader import latest_progress
+    from lakehouse.commands.speed import committed_offsets
 
-    def committed(version: int) -> dict[str, Any]:
-        last = latest_progress(cfg, p.name, "speed", version=version)
-        return dict(parse_offsets(last.get("end_offsets")).get(p.topic, {})) if last else {}
-
-    target, done = committed(old), committed(new)
+    target, done = committed_offsets(cfg, p.name, "speed", old), committed_offsets(cfg, p.name, "speed", new)
     if not target:
         return old_may_be_empty
-    return bool(done) and all(int(done.get(part, -1)) >= int(offset) for part, offset in target.items())
+    if not done:
+        return False
+    return all(done.get(part, -1) >= offset for part, offset in target.items())
 
 
 def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeout: float) -> bool:
@@ -112,7 +96,7 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
            log: Callable[[str], None] = print) -> dict[str, Any]:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
-    from lakehouse.commands.speed import active_version_file, speed_process, start_speed, stop_speed
+    from lakehouse.commands.speed import active_version_file, lag_records, speed_process, start_speed, stop_speed
 
     check_history(cfg, p.topic)
     active = active_version_file(cfg, p.name)
@@ -128,7 +112,7 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
         if not speed_process(cfg, p.name, job).running():
             raise TidewaterError(f"replay: job {job} exited; log {speed_process(cfg, p.name, job).log_file}; "
                                  f"v{active} is still active")
-        lag = replay_lag(cfg, p, new)
+        lag = lag_records(cfg, p.name, "speed", new)
         # caught up: within the configured lag of the topic's end, or level with the live version
         # (under steady load neither query is ever at the very end of the log)
         # (only while the live version runs: a stopped one is no measure of the log's end)

@@ -155,20 +155,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(handler=cmd_speed)
 
 
+def committed_offsets(cfg: TidewaterConfig, pipeline: str, query: str = "speed",
+                      version: int | None = None) -> dict[str, int] | None:
+    """{partition: offset} that ``query`` (version) has committed, from ``ops.stream_progress``;
+    None before its first batch."""
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.ops_reader import latest_progress
+
+    last = latest_progress(cfg, pipeline, query=query, version=version)
+    if not last:
+        return None
+    topic = load_pipeline(pipeline, cfg.pipelines).topic
+    return {str(k): int(v) for k, v in parse_offsets(last.get("end_offsets")).get(topic, {}).items()}
+
+
 def lag_records(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None) -> int | None:
     """Records in the topic that ``query`` (version) has not yet committed; None before its first batch."""
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import offsets
-    from spark_jobs.io.ops_reader import latest_progress
 
-    p = load_pipeline(pipeline, cfg.pipelines)
     if version is None and query == "speed":
         version = active_version_file(cfg, pipeline)
-    last = latest_progress(cfg, pipeline, query=query, version=version)
-    if not last:
+    committed = committed_offsets(cfg, pipeline, query, version)
+    if committed is None:
         return None
-    committed = parse_offsets(last.get("end_offsets")).get(p.topic, {})
-    return sum(end - int(committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, p.topic).items())
+    topic = load_pipeline(pipeline, cfg.pipelines).topic
+    return sum(max(0, end - committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, topic).items())
 
 
 def wait_caught_up(cfg: TidewaterConfig, pipeline: str, queries: tuple[str, ...] = ("ingest", "speed"),
