@@ -19,6 +19,10 @@ import argparse
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 PIPELINE = "sensor_readings"
 
@@ -37,7 +41,6 @@ def tidewater(*args: str, check: bool = True) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakehouse.commands.speed import wait_caught_up
     from lakehouse.config import load_config
 
     ap = argparse.ArgumentParser(prog="python -m lakehouse.demo")
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     step("3/5 speed layer: Kafka -> quarantine / bronze / speed (exactly once)")
     tidewater("speed", "start", PIPELINE)
-    _wait(cfg, wait_caught_up)
+    _wait(cfg)
     late = max(1, args.events // 50)
     print(f"… {late} events from minutes 2-5, behind the watermark by now (bronze keeps them, speed drops and counts them)")
     tidewater("produce", PIPELINE, "--count", str(late), "--start-ms", str(start_ms + 2 * 60_000),
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     tidewater("produce", PIPELINE, "--count", str(rest), "--start-ms", str(start_ms + 10 * 60_000),
               "--step-ms", f"{5 * 60_000 / rest:.3f}", "--out-of-order", "0.03", "--duplicates", "0.02",
               "--malformed", "0.01", "--seed", "8")
-    _wait(cfg, wait_caught_up)
+    _wait(cfg)
     tidewater("speed", "status", PIPELINE, check=False)
     tidewater("sql", "SELECT reason_code, count(*) AS records FROM quarantine.sensor_readings GROUP BY reason_code "
               "ORDER BY reason_code")
@@ -93,23 +96,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _wait(cfg: object, wait_caught_up: object) -> None:
-    if not wait_caught_up(cfg, PIPELINE, timeout=600):  # type: ignore[operator]
+def _wait(cfg: TidewaterConfig) -> None:
+    from lakehouse.commands.speed import wait_caught_up
+
+    if not wait_caught_up(cfg, PIPELINE, timeout=600):
         raise SystemExit("tidewater: the speed layer did not catch up within 10 minutes; see "
                          f"'tidewater speed status {PIPELINE}' and its log")
     time.sleep(2 * 5)  # two more triggers: the no-data batch that advances the watermark and finalizes windows
 
 
-def _jdbc_url(cfg: object) -> str:
+def _jdbc_url(cfg: TidewaterConfig) -> str:
     from infra.services import thrift_server
 
-    return thrift_server.jdbc_url(cfg)  # type: ignore[arg-type]
+    return thrift_server.jdbc_url(cfg)
 
 
-def _airflow_url(cfg: object) -> str:
+def _airflow_url(cfg: TidewaterConfig) -> str:
     from infra.services import airflow
 
-    return str(airflow.base_url(cfg))  # type: ignore[arg-type]
+    return airflow.base_url(cfg)
 
 
 if __name__ == "__main__":
