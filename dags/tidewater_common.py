@@ -29,17 +29,21 @@ def mode() -> str:
     return os.environ.get("TIDEWATER_MODE", "lambda")
 
 
-def batch_schedule() -> str | None:
-    """``airflow.batch_schedule`` (exported by the Airflow service); ``none`` = manual runs only."""
-    value = os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", "@hourly").strip()
+def schedule_knob(dag: str, default: str) -> str | None:
+    """The schedule of DAG ``tidewater_<dag>``: ``TIDEWATER_AIRFLOW_<DAG>_SCHEDULE`` (a cron expression or
+    preset), else ``default``; ``none`` (or empty) = manual runs only."""
+    value = os.environ.get(f"TIDEWATER_AIRFLOW_{dag.upper()}_SCHEDULE", default).strip()
     return None if value.lower() in ("", "none", "null") else value
+
+
+def batch_schedule() -> str | None:
+    """``airflow.batch_schedule`` (exported by the Airflow service as ``TIDEWATER_AIRFLOW_BATCH_SCHEDULE``)."""
+    return schedule_knob("batch", "@hourly")
 
 
 def speed_schedule() -> str | None:
-    """How often ``tidewater_speed`` supervises (``TIDEWATER_AIRFLOW_SPEED_SCHEDULE``, default every
-    5 minutes); ``none`` = manual runs only."""
-    value = os.environ.get("TIDEWATER_AIRFLOW_SPEED_SCHEDULE", "*/5 * * * *").strip()
-    return None if value.lower() in ("", "none", "null") else value
+    """How often ``tidewater_speed`` supervises (default every 5 minutes)."""
+    return schedule_knob("speed", "*/5 * * * *")
 
 
 def tidewater_bin() -> str:

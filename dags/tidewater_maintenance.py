@@ -7,7 +7,7 @@ from datetime import datetime
 
 from airflow.sdk import dag, task
 
-from dags.tidewater_common import DEFAULT_ARGS, run_tidewater
+from dags.tidewater_common import DEFAULT_ARGS, run_tidewater, schedule_knob
 
 
 def maintenance_task(part: str):  # type: ignore[no-untyped-def]
@@ -21,7 +21,7 @@ def maintenance_task(part: str):  # type: ignore[no-untyped-def]
 
 @dag(
     dag_id="tidewater_maintenance",
-    schedule="@daily",
+    schedule=schedule_knob("maintenance", "@daily"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from airflow.sdk import dag, task
 
-from dags.tidewater_common import DEFAULT_ARGS, pipelines, run_tidewater
+from dags.tidewater_common import DEFAULT_ARGS, pipelines, run_tidewater, schedule_knob
 
 
 def check_task(p: str):  # type: ignore[no-untyped-def]
@@ -21,7 +21,7 @@ def check_task(p: str):  # type: ignore[no-untyped-def]
 
 @dag(
     dag_id="tidewater_quality",
-    schedule="30 * * * *",
+    schedule=schedule_knob("quality", "30 * * * *"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

@@ -81,7 +81,6 @@ def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
 def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
     """Running?, last batch time, watermark, rates and consumer lag per partition (from ops)."""
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import offsets
 
     p = load_pipeline(pipeline, cfg.pipelines)
     version = active_version_file(cfg, pipeline)
@@ -90,10 +89,9 @@ def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
                            "log": str(proc.log_file)}
     last = _last_progress(cfg, pipeline, version)
     out.update(last)
-    committed = parse_offsets(last.get("end_offsets")).get(p.topic, {})
+    committed = {str(k): int(v) for k, v in parse_offsets(last.get("end_offsets")).get(p.topic, {}).items()}
     try:
-        ends = offsets(cfg, p.topic)
-        out["lag"] = {str(part): end - int(committed.get(str(part), begin)) for part, (begin, end) in ends.items()}
+        out["lag"] = partition_lag(cfg, p.topic, committed)
     except Exception as exc:  # broker down: say so instead of failing the status
         out["lag"] = f"unavailable ({exc.__class__.__name__})"
     return out
@@ -172,15 +170,21 @@ def committed_offsets(cfg: TidewaterConfig, pipeline: str, query: str = "speed",
 def lag_records(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None) -> int | None:
     """Records in the topic that ``query`` (version) has not yet committed; None before its first batch."""
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import offsets
 
     if version is None and query == "speed":
         version = active_version_file(cfg, pipeline)
     committed = committed_offsets(cfg, pipeline, query, version)
     if committed is None:
         return None
-    topic = load_pipeline(pipeline, cfg.pipelines).topic
-    return sum(max(0, end - committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, topic).items())
+    return sum(partition_lag(cfg, load_pipeline(pipeline, cfg.pipelines).topic, committed).values())
+
+
+def partition_lag(cfg: TidewaterConfig, topic: str, committed: dict[str, int]) -> dict[str, int]:
+    """{partition: records in ``topic`` after the ``committed`` offset} (a partition never committed
+    counts from its earliest retained offset)."""
+    from spark_jobs.io.kafka_admin import offsets
+
+    return {str(part): max(0, end - committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, topic).items()}
 
 
 def wait_caught_up(cfg: TidewaterConfig, pipeline: str, queries: tuple[str, ...] = ("ingest", "speed"),

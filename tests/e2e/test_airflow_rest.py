@@ -59,19 +59,22 @@ def wait_for_run(cfg, tok: str, dag_id: str, run_id: str, timeout: float = 1800)
     raise AssertionError(f"{dag_id} run {run_id} not finished within {timeout}s")
 
 
+SCHEDULE_KNOBS = [f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE" for dag in ("BATCH", "SPEED", "QUALITY", "MAINTENANCE")]
+
+
 @pytest.fixture(scope="module")
 def airflow_up(stack):  # type: ignore[no-untyped-def]
     from infra.services import airflow
 
-    os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"  # only the runs this test triggers
-    os.environ["TIDEWATER_AIRFLOW_SPEED_SCHEDULE"] = "none"
+    for knob in SCHEDULE_KNOBS:  # only the runs this test triggers, no scheduled run queued before them
+        os.environ[knob] = "none"
     started = time.monotonic()
     airflow.start(stack)
     print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
     yield stack
     airflow.stop(stack)
-    os.environ.pop("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", None)
-    os.environ.pop("TIDEWATER_AIRFLOW_SPEED_SCHEDULE", None)
+    for knob in SCHEDULE_KNOBS:
+        os.environ.pop(knob, None)
     assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)
 
 

@@ -78,3 +78,18 @@ def test_speed_decision_rule() -> None:
     idle = {**stalled, "lag": {"0": 0}}  # no data waiting: an old batch is not a stall
     assert speed_decision(idle, 5, now)[0] == "none"
     assert last_json('… staging\n{"run_id": "r1", "windows": 3}\n') == {"run_id": "r1", "windows": 3}
+
+
+def test_schedule_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(DAGS.parent))
+    from dags.tidewater_common import schedule_knob
+
+    monkeypatch.delenv("TIDEWATER_AIRFLOW_QUALITY_SCHEDULE", raising=False)
+    assert schedule_knob("quality", "30 * * * *") == "30 * * * *"
+    monkeypatch.setenv("TIDEWATER_AIRFLOW_QUALITY_SCHEDULE", " @daily ")
+    assert schedule_knob("quality", "30 * * * *") == "@daily"
+    for manual in ("none", "None", ""):
+        monkeypatch.setenv("TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE", manual)
+        assert schedule_knob("maintenance", "@daily") is None
