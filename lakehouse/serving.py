@@ -41,8 +41,13 @@ def _differs(p: Pipeline) -> str:
     return " OR ".join(parts)
 
 
-def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) -> str:
-    """The SELECT behind ``serving.<p>`` (pure: the caller passes the active speed table and the cutoff)."""
+def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None, batch_version: int | None = None) -> str:
+    """The SELECT behind ``serving.<p>`` (pure: the caller passes the active speed table, the cutoff and
+    the Delta version of ``batch.<p>`` that the cutoff belongs to).
+
+    ``as_of`` of a batch row: ``batch.<p> v<N> (run <id>, bronze v<M>)``, the batch table version
+    published and the bronze version it was computed from; of a speed row: ``<speed table> micro-batch
+    <K>``, K being the ``txnVersion`` of the Delta commit that last wrote the row."""
     cols = [*p.grain, *(a.name for a in p.aggregates), "max_event_time"]
     speed_cols = ", ".join(f"s.`{c}`" for c in cols)
     if mode == "kappa":
@@ -57,7 +62,8 @@ def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) 
     return (
         f"SELECT {batch_cols}, 'batch' AS source, "
         f"CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
-        f"concat('batch run ', b.run_id, ' from bronze v', b.bronze_version) AS as_of "
+        f"concat('{batch_table} v{-1 if batch_version is None else batch_version} (run ', b.run_id, "
+        f"', bronze v', b.bronze_version, ')') AS as_of "
         f"FROM {batch_table} b LEFT JOIN {speed_table} s ON {on} WHERE b.window_end <= {cut} "
         f"UNION ALL SELECT {speed_cols}, 'speed' AS source, 'provisional' AS finality, "
         f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s WHERE s.window_end > {cut}"
@@ -74,6 +80,11 @@ def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
     return last["cutoff"] if last else None
 
 
+def table_version(spark: SparkSession, table: str) -> int:
+    """Latest Delta version of ``table``."""
+    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
+
+
 def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
                  cutoff: datetime | None = None) -> str:
     """(Re)create ``serving.<p>`` on the active (or given) speed version; returns the DDL."""
@@ -85,7 +96,8 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
         contracts.ensure(spark, contracts.batch(p))
         cutoff = cutoff or published_cutoff(spark, p.name)
     view = naming.table("serving", p.name)
-    select = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff)
+    batch_version = None if cfg.mode == "kappa" else table_version(spark, naming.table("batch", p.name))
+    select = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff, batch_version)
     if spark.catalog.tableExists(view):
         ddl = f"ALTER VIEW {view} AS {select}"  # atomic: readers see the old or the new definition
     else:

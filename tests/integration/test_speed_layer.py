@@ -105,6 +105,11 @@ def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  #
     late_window = ("s-a", t0 + MINUTE)
     assert batch_rows[late_window].finality == "corrected" and batch_rows[late_window].event_count == 4 + 3
     assert {r.finality for k, r in batch_rows.items() if k != late_window} == {"final"}
+    # as_of names the Delta versions behind each row: the batch table version just published
+    published = int(spark.sql("DESCRIBE HISTORY batch.sensor_readings LIMIT 1").collect()[0]["version"])
+    assert {r.as_of.split(" (run ")[0] for r in batch_rows.values()} == {f"batch.sensor_readings v{published}"}
+    assert all(" bronze v" in r.as_of for r in batch_rows.values())
+    assert all(r.as_of.startswith("speed.sensor_readings micro-batch ") for r in serving.values() if r.source == "speed")
     # speed rows after the cutoff, none twice
     assert all(r.source == "speed" for k, r in serving.items() if k[1] + MINUTE > cutoff_ms)
     assert spark.sql("SELECT sensor_id, window_start FROM serving.sensor_readings GROUP BY 1, 2 "
