@@ -120,8 +120,8 @@ def update_readme(readme: Path, run: dict[str, Any], md_file: Path) -> None:
     body = body.replace("# Tidewater benchmark run", "## Latest run:", 1)
     load = run["machine"]["load_avg_at_start"]
     caveat = (f"> Ran {run['started_at'][:10]} ({run['started_at']} to {run['finished_at']} UTC) at **{run['size']['name']}** "
-              f"size on a **shared {run['machine']['cores']}-core machine under concurrent load** from other engineers' "
-              f"Spark jobs (load average at start {load[0]:.1f}); absolute numbers are noisy, the ratios compare "
-              f"jobs measured minutes apart in the same run. Raw data: `results/{md_file.with_suffix('.json').name}`.")
+              f"size on a **shared {run['machine']['cores']}-core machine** (1-minute load average at start {load[0]:.1f}); "
+              f"absolute numbers are noisy, the ratios compare jobs measured minutes apart in the same run. "
+              f"Raw data: `results/{md_file.with_suffix('.json').name}`.")
     new = f"{start}\n{caveat}\n\n{body}\n{end}"
     readme.write_text(text[:text.index(start)] + new + text[text.index(end) + len(end):])
