@@ -80,15 +80,11 @@ def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
     return last["cutoff"] if last else None
 
 
-def table_version(spark: SparkSession, table: str) -> int:
-    """Latest Delta version of ``table``."""
-    return int(spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"])
-
-
 def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
                  cutoff: datetime | None = None) -> str:
     """(Re)create ``serving.<p>`` on the active (or given) speed version; returns the DDL."""
     from lakehouse.commands.speed import active_version_file
+    from spark_jobs.io.delta_io import table_version
 
     version = speed_version or active_version_file(cfg, p.name)
     contracts.ensure(spark, contracts.speed(p, version))
