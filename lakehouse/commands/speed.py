@@ -89,7 +89,7 @@ def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
                            "log": str(proc.log_file)}
     last = _last_progress(cfg, pipeline, version)
     out.update(last)
-    committed = {str(k): int(v) for k, v in parse_offsets(last.get("end_offsets")).get(p.topic, {}).items()}
+    committed = topic_offsets(last, p.topic)
     try:
         out["lag"] = partition_lag(cfg, p.topic, committed)
     except Exception as exc:  # broker down: say so instead of failing the status
@@ -163,8 +163,12 @@ def committed_offsets(cfg: TidewaterConfig, pipeline: str, query: str = "speed",
     last = latest_progress(cfg, pipeline, query=query, version=version)
     if not last:
         return None
-    topic = load_pipeline(pipeline, cfg.pipelines).topic
-    return {str(k): int(v) for k, v in parse_offsets(last.get("end_offsets")).get(topic, {}).items()}
+    return topic_offsets(last, load_pipeline(pipeline, cfg.pipelines).topic)
+
+
+def topic_offsets(progress: dict[str, Any], topic: str) -> dict[str, int]:
+    """{partition: offset} of ``topic`` in a progress row's ``end_offsets`` ({} when absent)."""
+    return {str(k): int(v) for k, v in parse_offsets(progress.get("end_offsets")).get(topic, {}).items()}
 
 
 def lag_records(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None) -> int | None:
