@@ -26,6 +26,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
+    "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
 _OFFSETS = ("earliest", "latest")
@@ -84,7 +85,14 @@ class TidewaterConfig:
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jvm_options: str = ""       # extra flags for every JVM Tidewater starts (Spark, Kafka, metastore)
     source: str = "<defaults>"
+
+    @property
+    def jvm_flags(self) -> list[str]:
+        import shlex
+
+        return shlex.split(self.jvm_options)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -167,6 +175,12 @@ def _validate(cfg: TidewaterConfig) -> None:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if cfg.spark.trigger_seconds < 0:
         raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
+    try:
+        flags = cfg.jvm_flags
+    except ValueError:
+        flags = ["<unbalanced quotes>"]
+    if any(not flag.startswith("-") for flag in flags):
+        raise ConfigError("jvm_options", cfg.jvm_options, "JVM flags separated by spaces, e.g. -XX:TieredStopAtLevel=1")
     if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
         raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infra.services.process import ManagedProcess, port_open, wait_until
+from infra.services.process import ManagedProcess, group_alive, port_open, wait_until
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -162,18 +162,14 @@ def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
     for component in reversed(COMPONENTS):
         group = _process(cfg, component).pid()
         stopped = _process(cfg, component).stop(timeout=timeout) or stopped
-        if group and not wait_until(functools.partial(_group_dead, group), timeout):
+        if group and not wait_until(functools.partial(_group_gone, group), timeout):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
     return stopped
 
 
-def _group_dead(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return False
-    except ProcessLookupError:
-        return True
+def _group_gone(pgid: int) -> bool:
+    return not group_alive(pgid)
 
 
 def health(cfg: TidewaterConfig) -> dict[str, Any]:

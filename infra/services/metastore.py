@@ -58,7 +58,7 @@ def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
     )
     os.chmod(home / "derby.properties", 0o600)
     argv = [
-        "java", "-Xmx384m", f"-Dderby.system.home={home}",
+        "java", "-Xmx384m", *cfg.jvm_flags, f"-Dderby.system.home={home}",
         "-cp", str(naming.jars_dir("metastore") / "*"),
         "org.apache.derby.drda.NetworkServerControl", "start",
         "-h", cfg.metastore.host, "-p", str(cfg.metastore.port), "-noSecurityManager",

@@ -133,6 +133,21 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def group_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process is in process group ``pgid``. ``killpg(pgid, 0)``
+    is not enough: an exited group leader that its starter has not reaped yet still answers it."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, IndexError, ProcessLookupError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
 def _signal_group(pid: int, sig: int) -> None:
     try:
         os.killpg(os.getpgid(pid), sig)

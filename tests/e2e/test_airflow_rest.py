@@ -1,11 +1,11 @@
-"""Real Airflow 3 started by the service module (as ``tidewater up`` does): trigger
-``tidewater_batch`` for ``sensor_readings`` through ``/api/v2`` with a JWT from ``/auth/token``
-(generated admin password), wait for success. Airflow is always stopped at the end."""
+"""Real Airflow 3 (the e2e package's shared instance, see ``conftest.py``): login is required;
+trigger ``tidewater_batch`` for ``sensor_readings`` through ``/api/v2`` with a JWT from
+``/auth/token`` (generated admin password) and wait for success; then the speed supervisor,
+quality and maintenance DAGs."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -57,25 +57,6 @@ def wait_for_run(cfg, tok: str, dag_id: str, run_id: str, timeout: float = 1800)
             return dict(run)
         time.sleep(5)
     raise AssertionError(f"{dag_id} run {run_id} not finished within {timeout}s")
-
-
-SCHEDULE_KNOBS = [f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE" for dag in ("BATCH", "SPEED", "QUALITY", "MAINTENANCE")]
-
-
-@pytest.fixture(scope="module")
-def airflow_up(stack):  # type: ignore[no-untyped-def]
-    from infra.services import airflow
-
-    for knob in SCHEDULE_KNOBS:  # only the runs this test triggers, no scheduled run queued before them
-        os.environ[knob] = "none"
-    started = time.monotonic()
-    airflow.start(stack)
-    print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
-    yield stack
-    airflow.stop(stack)
-    for knob in SCHEDULE_KNOBS:
-        os.environ.pop(knob, None)
-    assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)
 
 
 def test_login_required(airflow_up) -> None:  # type: ignore[no-untyped-def]

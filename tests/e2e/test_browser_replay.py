@@ -4,7 +4,6 @@ succeed. Screenshots go to ``tests/artifacts/`` (git-ignored)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -22,29 +21,18 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 DAG_IDS = ("tidewater_batch", "tidewater_speed", "tidewater_replay", "tidewater_quality", "tidewater_maintenance")
 
 
-@pytest.fixture(scope="module")
-def airflow_up(stack):  # type: ignore[no-untyped-def]
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)")
-    from infra.services import airflow
-    from lakehouse.commands.stack import create_topics
-
-    os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"
-    create_topics(stack)
-    subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--count", "200",
-                    "--rate", "0"], check=True, capture_output=True, timeout=300)
-    airflow.start(stack)
-    yield stack
-    airflow.stop(stack)
-    os.environ.pop("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", None)
-
-
 def test_login_see_dags_trigger_replay(airflow_up) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
     from infra.services import airflow
+    from lakehouse.commands.stack import create_topics
 
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)")
     cfg = airflow_up
+    create_topics(cfg)  # a history to replay
+    subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--count", "200",
+                    "--rate", "0"], check=True, capture_output=True, timeout=300)
     url = airflow.base_url(cfg)
     tok = token(cfg)
     for dag_id in DAG_IDS:

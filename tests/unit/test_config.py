@@ -38,6 +38,13 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     assert cfg.kafka.port == 9100
 
 
+def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
+    cfg = load_config(_write(tmp_path, "jvm_options: -Xss4m\n"),
+                      env={"TIDEWATER_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 '-Dx=a b'"})
+    assert cfg.jvm_flags == ["-XX:TieredStopAtLevel=1", "-Dx=a b"]
+    assert load_config(_write(tmp_path, "{}"), env={}).jvm_flags == []
+
+
 @pytest.mark.parametrize(
     ("text", "env", "message"),
     [
@@ -52,6 +59,8 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
         ("spark: {driver_memory: lots}\n", {}, "config error: 'spark.driver_memory' is 'lots'; expected a JVM size"),
         ("kafka: {starting_offsets: middle}\n", {}, "'kafka.starting_offsets' is 'middle'; expected 'earliest' or 'latest'"),
         ("mode: [\n", {}, "expected valid YAML (parse error at line"),
+        ("{}", {"TIDEWATER_JVM_OPTIONS": "TieredStopAtLevel=1"}, "'jvm_options' is 'TieredStopAtLevel=1'; expected JVM flags"),
+        ("jvm_options: \"-Da='b\"\n", {}, "expected JVM flags separated by spaces"),
     ],
 )
 def test_bad_config_names_key_and_expected_form(tmp_path: Path, text: str, env: dict[str, str], message: str) -> None:

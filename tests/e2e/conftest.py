@@ -1,0 +1,60 @@
+"""The e2e package shares ONE isolated stack, Spark session and Airflow across its modules: the
+REST tests and the browser test drive the same Airflow, as a user's UI and API calls would.
+Only the runs the tests trigger happen: every DAG's schedule knob is set to manual."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import isolated_env, running_stack, spark_session
+
+SCHEDULE_KNOBS = [f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE" for dag in ("BATCH", "SPEED", "QUALITY", "MAINTENANCE")]
+
+
+@pytest.fixture(scope="package")
+def tw_env() -> Iterator[dict[str, str]]:
+    with isolated_env() as env:
+        yield env
+
+
+@pytest.fixture(scope="package")
+def cfg(tw_env: dict[str, str]) -> Any:
+    from lakehouse.config import load_config
+
+    return load_config()
+
+
+@pytest.fixture(scope="package")
+def stack(cfg: Any) -> Iterator[Any]:
+    with running_stack(cfg) as running:
+        yield running
+
+
+@pytest.fixture(scope="package")
+def spark(stack: Any) -> Iterator[Any]:
+    with spark_session(stack) as session:
+        yield session
+
+
+@pytest.fixture(scope="package")
+def airflow_up(stack: Any) -> Iterator[Any]:
+    """Airflow started by the service module, as ``tidewater up`` does; always stopped at the end."""
+    from infra.services import airflow
+
+    for knob in SCHEDULE_KNOBS:
+        os.environ[knob] = "none"
+    started = time.monotonic()
+    try:
+        airflow.start(stack)
+        print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
+        yield stack
+    finally:
+        airflow.stop(stack)
+        for knob in SCHEDULE_KNOBS:
+            os.environ.pop(knob, None)
+    assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)
