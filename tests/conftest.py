@@ -36,9 +36,6 @@ def isolated_env() -> Iterator[dict[str, str]]:
         "TIDEWATER_METASTORE_PORT": str(free_port()),
         "TIDEWATER_THRIFT_PORT": str(free_port()),
         "TIDEWATER_AIRFLOW_PORT": str(free_port()),
-        # C1 JIT only: these JVMs live minutes, where C2's compile threads cost more CPU than they
-        # save (measured: about half the JVM CPU of a small Delta workload on 2 cores)
-        "TIDEWATER_JVM_OPTIONS": os.environ.get("TIDEWATER_JVM_OPTIONS", "-XX:TieredStopAtLevel=1"),
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -81,6 +78,18 @@ def spark_session(cfg: Any) -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def c1_jit_for_test_jvms() -> Iterator[None]:
+    """Every JVM the tests start (stacks, CLI, jobs, the quick benchmark's) compiles with C1 only:
+    they live minutes, where C2's compile threads cost more CPU than they give back (measured on
+    2 cores: about half the JVM CPU of a small Delta workload). ``TIDEWATER_JVM_OPTIONS`` overrides."""
+    saved = os.environ.get("TIDEWATER_JVM_OPTIONS")
+    os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else "-XX:TieredStopAtLevel=1"
+    yield
+    if saved is None:
+        os.environ.pop("TIDEWATER_JVM_OPTIONS", None)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
-"""Real Airflow 3 (the e2e package's shared instance, see ``conftest.py``): login is required;
-trigger ``tidewater_batch`` for ``sensor_readings`` through ``/api/v2`` with a JWT from
-``/auth/token`` (generated admin password) and wait for success; then the speed supervisor,
-quality and maintenance DAGs."""
+"""Real Airflow 3 (the e2e package's shared instance, see ``conftest.py``), driven through
+``/api/v2`` with a JWT from ``/auth/token`` (generated admin password): login is required; the
+batch DAG publishes good data and its quality gate blocks bad data; the speed supervisor, quality
+and maintenance DAGs run. Every DAG task runs the ``tidewater`` CLI on this package's stack."""
 
 from __future__ import annotations
 
@@ -67,27 +67,6 @@ def test_login_required(airflow_up) -> None:  # type: ignore[no-untyped-def]
         api(airflow_up, "POST", "/auth/token", body={"username": "admin", "password": "admin"})
 
 
-def test_trigger_batch_through_rest_api(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
-    cfg = airflow_up
-    write_bronze(spark, cfg, [(f"s-{i % 2}", 10.0 + i % 5) for i in range(40)])
-    tok = token(cfg)
-    wait_for_dag(cfg, tok, "tidewater_batch")
-    api(cfg, "PATCH", "/api/v2/dags/tidewater_batch", tok, {"is_paused": False})
-    started = time.monotonic()
-    run = api(cfg, "POST", "/api/v2/dags/tidewater_batch/dagRuns", tok,
-              {"logical_date": None, "conf": {"pipeline": "sensor_readings"}})
-    done = wait_for_run(cfg, tok, "tidewater_batch", run["dag_run_id"])
-    tis = api(cfg, "GET", f"/api/v2/dags/tidewater_batch/dagRuns/{run['dag_run_id']}/taskInstances", tok)
-    states = {t["task_id"]: t["state"] for t in tis["task_instances"]}
-    print(f"tidewater_batch via REST: {done['state']} in {time.monotonic() - started:.1f}s; {states}")
-    assert done["state"] == "success", states
-    assert states["sensor_readings.publish"] == "success"
-    events = api(cfg, "GET", "/api/v2/assets/events?limit=50", tok)
-    names = {e.get("name") or e.get("uri") for e in events.get("asset_events", [])}
-    assert {"batch.sensor_readings", "serving.sensor_readings"} <= names or \
-        {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"} <= names, names
-
-
 def trigger(cfg, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
     """Unpause, trigger with ``conf``, wait; returns the finished run and its task states."""
     wait_for_dag(cfg, tok, dag_id)
@@ -96,6 +75,53 @@ def trigger(cfg, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:  # typ
     done = wait_for_run(cfg, tok, dag_id, run["dag_run_id"])
     tis = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances", tok)
     return done, {t["task_id"]: t["state"] for t in tis["task_instances"]}
+
+
+def serving_snapshot(spark) -> tuple[list[tuple], str]:  # type: ignore[no-untyped-def]
+    spark.catalog.refreshTable("serving.sensor_readings")
+    rows = sorted(tuple(r) for r in spark.table("serving.sensor_readings").collect())
+    return rows, spark.sql("SHOW CREATE TABLE serving.sensor_readings").first()[0]
+
+
+def task_log(cfg, tok: str, dag_id: str, run_id: str, task_id: str) -> str:  # type: ignore[no-untyped-def]
+    path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1?full_content=true"
+    return json.dumps(api(cfg, "GET", path, tok))
+
+
+def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
+    """Write-audit-publish through the scheduler: good data is published (Assets emitted); then one
+    impossible reading (1000 °C) fails the run at ``validate``, and nothing is published: the batch
+    table and the serving view (rows and definition) stay exactly as they were."""
+    cfg = airflow_up
+    write_bronze(spark, cfg, [(f"s-{i % 2}", 10.0 + i % 5) for i in range(40)])
+    tok = token(cfg)
+    started = time.monotonic()
+    done, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
+    print(f"tidewater_batch via REST: {done['state']} in {time.monotonic() - started:.1f}s; {states}")
+    assert done["state"] == "success", states
+    assert all(states[f"sensor_readings.{t}"] == "success"
+               for t in ("stage", "validate", "publish", "refresh_serving", "reconcile")), states
+    assert states["lift_rides.stage"] == "skipped"  # the run was for one pipeline
+    events = api(cfg, "GET", "/api/v2/assets/events?limit=50", tok)
+    names = {e.get("name") or e.get("uri") for e in events.get("asset_events", [])}
+    assert {"batch.sensor_readings", "serving.sensor_readings"} <= names or \
+        {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"} <= names, names
+    spark.catalog.refreshTable("batch.sensor_readings")
+    published = sorted(tuple(r) for r in spark.table("batch.sensor_readings").collect())
+    assert published
+    before = serving_snapshot(spark)
+    assert before[0], "serving view is empty after a published run"
+
+    write_bronze(spark, cfg, [("s-hot", 1000.0)], first_offset=10_000)
+    bad, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
+    assert bad["state"] == "failed", states
+    assert states["sensor_readings.stage"] == "success" and states["sensor_readings.validate"] == "failed", states
+    assert states["sensor_readings.publish"] != "success", states
+    log = task_log(cfg, tok, "tidewater_batch", bad["dag_run_id"], "sensor_readings.validate")
+    assert "max_temperature" in log and "1000" in log, f"failing expectation not in the task log: {log[-2000:]}"
+    spark.catalog.refreshTable("batch.sensor_readings")
+    assert sorted(tuple(r) for r in spark.table("batch.sensor_readings").collect()) == published
+    assert serving_snapshot(spark) == before
 
 
 def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
