@@ -46,8 +46,11 @@ class ManagedProcess:
     def running(self) -> bool:
         return self.pid() is not None
 
-    def start(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-        """Start ``argv`` detached (own session), append output to the log, write the PID file."""
+    def start(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+              marker: str | None = None) -> int:
+        """Start ``argv`` detached (own session), append output to the log, write the PID file.
+        ``marker``: a part of the command line that survives an ``exec`` by a launcher script
+        (default: the longest argument), used to tell our process from a reused PID."""
         existing = self.pid()
         if existing:
             return existing
@@ -58,7 +61,7 @@ class ManagedProcess:
                 list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
             )
-        self.pid_file.write_text(f"{proc.pid}\n{_marker(argv)}\n")
+        self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n")
         return proc.pid
 
     def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM, group: bool = True) -> bool:

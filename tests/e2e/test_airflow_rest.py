@@ -9,6 +9,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -93,7 +94,8 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark
     impossible reading (1000 °C) fails the run at ``validate``, and nothing is published: the batch
     table and the serving view (rows and definition) stay exactly as they were."""
     cfg = airflow_up
-    write_bronze(spark, cfg, [(f"s-{i % 2}", 10.0 + i % 5) for i in range(40)])
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=1)
+    write_bronze(spark, cfg, [(f"s-{i % 2}", 10.0 + i % 5) for i in range(40)], start=start)
     tok = token(cfg)
     started = time.monotonic()
     done, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
@@ -112,7 +114,8 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark
     before = serving_snapshot(spark)
     assert before[0], "serving view is empty after a published run"
 
-    write_bronze(spark, cfg, [("s-hot", 1000.0)], first_offset=10_000)
+    # in the first window, which the published run covered: the next (incremental) run recomputes it
+    write_bronze(spark, cfg, [("s-hot", 1000.0)], start=start, first_offset=10_000)
     bad, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
     assert bad["state"] == "failed", states
     assert states["sensor_readings.stage"] == "success" and states["sensor_readings.validate"] == "failed", states

@@ -40,11 +40,12 @@ def test_delta_write_and_read_on_standalone_master(stack) -> None:  # type: igno
     spark_class = str(spark_home / "bin" / "spark-class")
     try:
         master.start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                      "--port", str(master_port), "--webui-port", str(master_ui)], env=env)
+                      "--port", str(master_port), "--webui-port", str(master_ui)], env=env,
+                     marker="org.apache.spark.deploy.master.Master")
         assert wait_until(lambda: port_open("127.0.0.1", master_port), 90), master.tail()
         worker.start([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                       "--cores", "1", "--memory", "1g", "--webui-port", str(worker_ui),
-                      f"spark://127.0.0.1:{master_port}"], env=env)
+                      f"spark://127.0.0.1:{master_port}"], env=env, marker="org.apache.spark.deploy.worker.Worker")
         assert wait_until(lambda: "Successfully registered with master" in worker.tail(50), 90), worker.tail()
         job_env = {**os.environ, "TIDEWATER_SPARK_MASTER": f"spark://127.0.0.1:{master_port}", **env}
         out = subprocess.run([sys.executable, "-c", JOB], capture_output=True, text=True, env=job_env, timeout=600)
@@ -52,6 +53,7 @@ def test_delta_write_and_read_on_standalone_master(stack) -> None:  # type: igno
         result = [line for line in out.stdout.splitlines() if line.startswith("RESULT")][-1].split()
         assert result[1:3] == ["5000", str(sum(i * 2 for i in range(5000)))]
         assert int(result[3]) >= 2  # the driver plus at least one executor on the worker
-    finally:
-        worker.stop()
-        master.stop()
+    finally:  # spark-class execs java: the class name is what stays on the command line (marker)
+        stopped = (worker.stop(), master.stop())
+    assert stopped == (True, True), "master and worker were found running by their PID files and stopped"
+    assert not worker.running() and not master.running()
