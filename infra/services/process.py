@@ -122,6 +122,14 @@ def _cmdline_matches(pid: int, pid_file: Path) -> bool:
     return not cmdline.strip() or marker in cmdline
 
 
+def _stat(pid: int | str) -> list[str]:
+    """Fields of ``/proc/<pid>/stat`` after the command name: [state, ppid, pgrp, ...]; [] if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return []
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -129,25 +137,18 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie is not alive
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        return state != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+    fields = _stat(pid)  # a zombie is not alive
+    return bool(fields) and fields[0] != "Z"
 
 
 def group_alive(pgid: int) -> bool:
     """True while a live (non-zombie) process is in process group ``pgid``. ``killpg(pgid, 0)``
     is not enough: an exited group leader that its starter has not reaped yet still answers it."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, IndexError, ProcessLookupError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
+        if entry.name.isdigit():
+            fields = _stat(entry.name)
+            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
     return False
 
 
