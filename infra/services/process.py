@@ -1,8 +1,10 @@
 """Detached local processes with PID files: start, liveness, graceful stop.
 
 Every service and detached job that Tidewater starts is recorded as ``run/<name>.pid`` under the
-data folder, with its output in ``logs/<name>.log``. A PID file whose process is gone, or whose
-process has another command line (PID reuse), counts as not running.
+data folder, with its output in ``logs/<name>.log``. The file holds the PID, a command-line marker
+and the start time (``/proc/<pid>/stat`` field 22): it names our process only if both match and the
+PID is no kernel thread, else (gone, PID reused) not running. A stop never signals group 0 or 1,
+the caller's own group or the caller.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+_PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class ManagedProcess:
             pid = int(self.pid_file.read_text().split()[0])
         except (FileNotFoundError, ValueError, IndexError):
             return None
-        if not pid_alive(pid) or not _cmdline_matches(pid, self.pid_file):
+        if not _owned(pid, self.pid_file):
             self.pid_file.unlink(missing_ok=True)
             return None
         return pid
@@ -61,7 +65,7 @@ class ManagedProcess:
                 list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
             )
-        self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n")
+        self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n{start_time(proc.pid) or ''}\n")
         return proc.pid
 
     def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM, group: bool = True) -> bool:
@@ -70,16 +74,12 @@ class ManagedProcess:
         pid = self.pid()
         if pid is None:
             return False
-        if group:
-            _signal_group(pid, sig)
-        else:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
+        _signal(pid, sig, group)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and pid_alive(pid):
             time.sleep(0.2)
-        if pid_alive(pid):
-            _signal_group(pid, signal.SIGKILL)
+        if pid_alive(pid) and _owned(pid, self.pid_file):
+            _signal(pid, signal.SIGKILL, True)
             wait_until(lambda: not pid_alive(pid), 10)
         self.pid_file.unlink(missing_ok=True)
         return True
@@ -111,15 +111,30 @@ def _marker(argv: Sequence[str]) -> str:
     return max((a for a in argv), key=len)[-120:]
 
 
-def _cmdline_matches(pid: int, pid_file: Path) -> bool:
+def _owned(pid: int, pid_file: Path) -> bool:
+    """``pid`` is the process this PID file recorded: alive, no kernel thread, same start time and
+    the marker on its command line. A legacy file without a start time needs the marker itself."""
+    fields = _stat(pid) if pid > 1 else []
+    if len(fields) < 20 or fields[0] == "Z" or int(fields[6]) & _PF_KTHREAD:
+        return False
     try:
-        marker = pid_file.read_text().splitlines()[1]
+        lines = pid_file.read_text().splitlines()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (IndexError, FileNotFoundError, PermissionError):
-        return True
-    # empty while the process is between fork and exec (e.g. spark-submit's scripts exec'ing java):
-    # that is our process starting, not a reused PID
-    return not cmdline.strip() or marker in cmdline
+    except (FileNotFoundError, PermissionError):
+        return False
+    marker = lines[1].strip() if len(lines) > 1 else ""
+    recorded = lines[2].strip() if len(lines) > 2 else ""
+    if not recorded:
+        return bool(marker) and marker in cmdline
+    # an empty command line with the recorded start time is our process between fork and exec
+    # (e.g. spark-submit's scripts exec'ing java), not a reused PID
+    return recorded == fields[19] and (not cmdline.strip() or marker in cmdline)
+
+
+def start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks after boot (``/proc/<pid>/stat`` field 22); None if gone."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else None
 
 
 def _stat(pid: int | str) -> list[str]:
@@ -152,12 +167,17 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(os.getpgid(pid), sig)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
+def _signal(pid: int, sig: int, group: bool) -> None:
+    """Signal ``pid``'s process group (``group``) or ``pid`` alone. Never group 0 or 1 (a kernel
+    thread's or init's), never the caller's own group (only ``pid`` then), never the caller itself."""
+    if pid <= 1 or pid == os.getpid():
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        pgid = os.getpgid(pid) if group else 0
+        if pgid > 1 and pgid != os.getpgrp():
+            return os.killpg(pgid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
 
 
 def port_open(host: str, port: int, timeout: float = 1.0) -> bool:

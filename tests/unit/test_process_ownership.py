@@ -1,0 +1,132 @@
+"""PID-file ownership and signalling with real processes: a PID file only names our process when
+the command-line marker and the recorded start time both match, and a stop never signals process
+group 0 or the caller's own group (issue 11, defect 5)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.services.process import ManagedProcess
+
+pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[2]
+PF_KTHREAD = 0x00200000
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _start_time(pid: int) -> int:
+    return int(_stat(pid)[19])  # field 22 of proc(5): start time in clock ticks after boot
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return _stat(pid)[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _kernel_thread() -> int | None:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int(_stat(int(entry.name))[6]) & PF_KTHREAD:
+                    return int(entry.name)
+            except (FileNotFoundError, IndexError, ValueError):
+                continue
+    return None
+
+
+def _run_isolated(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a child Python with a session (and process group) of its own, so that a
+    wrong ``killpg`` hits that child, never the test runner."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=REPO, start_new_session=True, timeout=60)
+
+
+def test_start_records_marker_and_start_time_and_stop_ends_it(tmp_path: Path) -> None:
+    proc = ManagedProcess("sleeper", tmp_path / "run", tmp_path / "logs")
+    pid = proc.start(["sleep", "60"])
+    try:
+        lines = proc.pid_file.read_text().splitlines()
+        assert lines == [str(pid), "sleep", str(_start_time(pid))]
+        assert proc.running() and proc.pid() == pid
+        assert proc.stop(timeout=5) is True
+        assert not _alive(pid) and not proc.pid_file.exists()
+    finally:
+        subprocess.run(["kill", "-9", str(pid)], capture_output=True)
+
+
+def test_reused_pid_with_another_start_time_is_not_ours(tmp_path: Path) -> None:
+    """PID reuse: same PID and a command line that contains the marker, but another start time."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        proc = ManagedProcess("job", tmp_path, tmp_path)
+        proc.pid_file.write_text(f"{other.pid}\nsleep 60\n{_start_time(other.pid) - 1}\n")
+        assert proc.pid() is None and not proc.running()
+        assert proc.stop(timeout=1) is False
+        assert _alive(other.pid), "a process we do not own is never signalled"
+        # the same file with the right start time is ours
+        proc.pid_file.write_text(f"{other.pid}\nsleep 60\n{_start_time(other.pid)}\n")
+        assert proc.pid() == other.pid
+        # ... but not when the command line lacks the marker
+        proc.pid_file.write_text(f"{other.pid}\norg.example.Main\n{_start_time(other.pid)}\n")
+        assert proc.pid() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.parametrize("with_start_time", [False, True])
+def test_stale_pid_file_on_a_kernel_thread_signals_nothing(with_start_time: bool) -> None:
+    kthread = _kernel_thread()
+    if kthread is None:
+        pytest.skip("no kernel threads visible in /proc (PID namespace)")
+    started = f"{_start_time(kthread)}\\n" if with_start_time else ""
+    out = _run_isolated(f"""
+        import tempfile
+        from pathlib import Path
+        from infra.services.process import ManagedProcess
+        d = Path(tempfile.mkdtemp())
+        proc = ManagedProcess("speed-x", d, d)
+        proc.pid_file.write_text("{kthread}\\nspark_jobs.speed\\n{started}")
+        print("running", proc.running())
+        proc.pid_file.write_text("{kthread}\\nspark_jobs.speed\\n{started}")
+        print("stopped", proc.stop(timeout=1))
+    """)
+    assert out.returncode == 0, f"the stop signalled its own process group (rc {out.returncode}): {out.stderr}"
+    assert out.stdout.split() == ["running", "False", "stopped", "False"], out.stdout + out.stderr
+
+
+def test_stop_never_signals_the_callers_own_group() -> None:
+    """A process of our own group recorded in a PID file: stop ends that process only."""
+    out = _run_isolated("""
+        import subprocess, tempfile
+        from pathlib import Path
+        from infra.services.process import ManagedProcess
+        child = subprocess.Popen(["sleep", "60"])  # same process group as this interpreter
+        stat = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        d = Path(tempfile.mkdtemp())
+        proc = ManagedProcess("job", d, d)
+        proc.pid_file.write_text(f"{child.pid}\\nsleep 60\\n{stat[19]}\\n")
+        print("stopped", proc.stop(timeout=5), "exit", child.wait(timeout=10))
+    """)
+    assert out.returncode == 0, f"the stop signalled its own process group (rc {out.returncode}): {out.stderr}"
+    assert out.stdout.split() == ["stopped", "True", "exit", "-15"], out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("content", ["0\nsleep\n", "-1\nsleep\n", "garbage\n"])
+def test_pid_file_naming_no_process_of_ours(tmp_path: Path, content: str) -> None:
+    proc = ManagedProcess("job", tmp_path, tmp_path)
+    proc.pid_file.write_text(content)
+    started = time.monotonic()
+    assert proc.stop(timeout=1) is False
+    assert time.monotonic() - started < 1
