@@ -11,11 +11,13 @@ aggregate (the ``ops.reconciliation`` contract minus run id / time):
 * ``quarantined``: quarantined records whose key and timestamp are parseable and fall in the window.
 
 ``summarize(rows)`` is plain Python over ledger rows (latest run per window): share of windows where
-the speed layer was exact, largest absolute and relative error per aggregate, and cause totals.
+the speed layer was exact; per aggregate the windows where it differs (a missing speed value or a
+NaN is a difference) and its largest absolute and relative error; and cause totals.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -106,19 +108,31 @@ def latest_per_window(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(best.values())
 
 
+def _worse(current: float, value: float | None) -> float:
+    """The larger error; NaN (a NaN on either side) wins, a missing value (None) does not count."""
+    if value is None or math.isnan(current):
+        return current
+    return value if math.isnan(value) or value > current else current
+
+
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Share of exact windows, largest errors per aggregate, cause totals (over latest rows)."""
+    """Share of exact windows, and per aggregate: windows where it differs (``windows_differing``,
+    of which ``missing_in_speed`` had no speed value) and the largest errors (over latest rows)."""
     latest = latest_per_window(rows)
     windows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    errors: dict[str, dict[str, float]] = {}
+    errors: dict[str, dict[str, Any]] = {}
     for row in latest:
         key = (row["window_key"], row["window_start"], row["window_end"])
         w = windows.setdefault(key, {"exact": True, "late": row["late_events"] or 0,
                                      "dups": row["duplicates_removed"] or 0, "quarantined": row["quarantined"] or 0})
         w["exact"] = w["exact"] and bool(row["exact"])
-        e = errors.setdefault(row["aggregate"], {"max_abs_error": 0.0, "max_rel_error": 0.0})
-        e["max_abs_error"] = max(e["max_abs_error"], row["abs_error"] or 0.0)
-        e["max_rel_error"] = max(e["max_rel_error"], row["rel_error"] or 0.0)
+        e = errors.setdefault(row["aggregate"], {"windows_differing": 0, "missing_in_speed": 0,
+                                                 "max_abs_error": 0.0, "max_rel_error": 0.0})
+        if not row["exact"]:
+            e["windows_differing"] += 1
+            e["missing_in_speed"] += row["speed_value"] is None
+        e["max_abs_error"] = _worse(e["max_abs_error"], row["abs_error"])
+        e["max_rel_error"] = _worse(e["max_rel_error"], row["rel_error"])
     n = len(windows)
     causes = {name: {"events": sum(w[k] for w in windows.values()), "windows": sum(1 for w in windows.values() if w[k])}
               for name, k in (("late_events", "late"), ("duplicates_removed", "dups"), ("quarantined", "quarantined"))}
@@ -128,13 +142,19 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def format_summary(pipeline: str, s: dict[str, Any]) -> str:
+    """Every aggregate gets a row: in how many windows it differs from batch, and by how much."""
     if not s["windows"]:
         return f"reconcile {pipeline}: no finalized windows yet (run 'tidewater batch {pipeline}' first)"
     lines = [f"reconcile {pipeline}: {s['windows']} finalized windows; speed layer exact in "
              f"{s['exact_windows']} ({100 * s['exact_share']:.1f}%)"]
-    lines.append(f"  {'aggregate':<20} {'max abs error':>14} {'max rel error':>14}")
-    for agg, e in s["errors"].items():
-        lines.append(f"  {agg:<20} {e['max_abs_error']:>14.6g} {100 * e['max_rel_error']:>13.3f}%")
+    if not any(e["windows_differing"] for e in s["errors"].values()):
+        lines.append(f"  all aggregates exact: {', '.join(s['errors'])}")
+    else:
+        lines.append(f"  {'aggregate':<20} {'windows differing':>17} {'max abs error':>14} {'max rel error':>14}")
+        for agg, e in sorted(s["errors"].items(), key=lambda item: -item[1]["windows_differing"]):
+            missing = f"  ({e['missing_in_speed']} missing in speed)" if e["missing_in_speed"] else ""
+            lines.append(f"  {agg:<20} {e['windows_differing']:>17} {e['max_abs_error']:>14.6g} "
+                         f"{100 * e['max_rel_error']:>13.3f}%{missing}")
     lines.append("  causes:")
     for cause, c in s["causes"].items():
         lines.append(f"    {cause:<20} {c['events']:>8} events in {c['windows']} windows")
