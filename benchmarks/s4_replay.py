@@ -67,7 +67,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     new = int(out["to_version"])
     rows = [r for r in read_rows(cfg, "ops.stream_progress")
             if r["pipeline"] == PIPELINE and r["query"] == "speed" and r["query_version"] == new]
-    seconds = span_seconds([(r["batch_time"], r["batch_duration_ms"] / 1000.0, r["input_rows"]) for r in rows])
+    seconds = span_seconds([(r["batch_time"], (r["batch_duration_ms"] or 0) / 1000.0, r["input_rows"] or 0) for r in rows])
     eps = round(records / seconds) if seconds else None
     res.metrics["replay"] = {"seconds": round(seconds or 0, 2), "events_per_s": eps, "records": records,
                              "catch_up_seconds_incl_startup": out["catch_up_seconds"],

@@ -46,15 +46,15 @@ def main(argv: list[str] | None = None) -> None:
     from lakehouse.pipeline import load_pipeline
     from lakehouse.spark_session import get_spark
     from spark_jobs.io.progress_recorder import ProgressRecorder
-    from spark_jobs.speed import acquire_locks, start_queries
+    from spark_jobs.speed import acquire_locks, query_checkpoints, start_queries
 
     cfg = load_config()
     p = load_pipeline(PIPELINE, cfg.pipelines)
     locks = acquire_locks(cfg, p.name, 1, ["ingest", "speed"])
     spark = get_spark(cfg, f"tidewater-speed-{p.name}-v1")
-    queries = start_queries(spark, cfg, p, 1, ["ingest", "speed"])
-    recorder = ProgressRecorder(spark, p.name, 1, queries)
+    recorder = ProgressRecorder(spark, cfg, p.name, query_checkpoints(cfg, p, 1, ["ingest", "speed"]))
     recorder.start()
+    queries = start_queries(spark, cfg, p, 1, ["ingest", "speed"])
     try:
         while all(q.isActive for q in queries.values()):
             done = [bool(q.recentProgress) and reached(_end(q.recentProgress[-1], p.topic), target)

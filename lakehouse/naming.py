@@ -55,9 +55,11 @@ def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int
     return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}"
 
 
-def txn_app_id(pipeline: str, query: str, version: int) -> str:
-    """Delta ``txnAppId`` for idempotent writes; tied to the query version (never reused)."""
-    return f"tidewater.{pipeline}.{query}.v{version}"
+def txn_app_id(pipeline: str, sink: str, query_id: str) -> str:
+    """Delta ``txnAppId`` for idempotent writes into ``sink`` by one query lineage: ``query_id`` is
+    the id Spark stores in the checkpoint, so a new checkpoint always means a new app id
+    (``spark_jobs.io.lineage``)."""
+    return f"tidewater.{pipeline}.{sink}.{query_id}"
 
 
 def warehouse_dir(cfg: TidewaterConfig) -> Path:

@@ -66,6 +66,9 @@ class Pipeline:
     description: str = ""
     allowed_lateness: str = ""
     quality: dict[str, Any] = field(default_factory=dict)
+    # events stamped further ahead of their arrival (broker LogAppendTime) are quarantined as
+    # FUTURE_TIMESTAMP: one fast producer clock must not drag the watermark and the cutoff ahead
+    max_future_skew: str = "5 minutes"
 
     @property
     def watermark_seconds(self) -> int:
@@ -75,6 +78,10 @@ class Pipeline:
     def lateness_seconds(self) -> int:
         """How long the batch layer waits past a window's end before it counts it as complete."""
         return duration_seconds(self.allowed_lateness) if self.allowed_lateness else self.watermark_seconds
+
+    @property
+    def future_skew_seconds(self) -> int:
+        return duration_seconds(self.max_future_skew)
 
     @property
     def grain(self) -> tuple[str, ...]:
@@ -149,11 +156,13 @@ def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
         aggs.append(Aggregate(agg["name"], agg["fn"], col))
     watermark = _duration(name, "watermark", raw["watermark"])
     lateness = _duration(name, "allowed_lateness", raw["allowed_lateness"]) if raw.get("allowed_lateness") else ""
+    skew = _duration(name, "max_future_skew", raw.get("max_future_skew", "5 minutes"))
     return Pipeline(
         name=name, topic=str(raw["topic"]), schema=dict(schema), event_time=raw["event_time"],
         event_id=raw["event_id"], keys=tuple(keys), window=Window(**{k: win.get(k) for k in ("type", "size", "slide", "gap")}),
         aggregates=tuple(aggs), watermark=watermark, owner=str(raw.get("owner", "unknown")),
         description=str(raw.get("description", "")), allowed_lateness=lateness, quality=dict(raw.get("quality") or {}),
+        max_future_skew=skew,
     )
 
 
@@ -168,8 +177,9 @@ def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None)
     pipeline = parse_pipeline(yaml.safe_load(path.read_text()), source=name)
     extra = (overrides or {}).get(name) or {}
     for key in extra:
-        if key not in ("watermark", "allowed_lateness"):
-            raise PipelineDefinitionError(name, f"pipelines.{name}.{key}", "cannot be overridden; only watermark and allowed_lateness can")
+        if key not in ("watermark", "allowed_lateness", "max_future_skew"):
+            raise PipelineDefinitionError(name, f"pipelines.{name}.{key}",
+                                          "cannot be overridden; only watermark, allowed_lateness and max_future_skew can")
     if extra:
         changes: dict[str, Any] = {k: _duration(name, k, v) for k, v in extra.items()}
         pipeline = replace(pipeline, **changes)

@@ -16,17 +16,18 @@ past the watermark are 'final'), ``as_of`` (the Delta versions behind the row).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from lakehouse.utc import sql_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-EPOCH = datetime(1970, 1, 1)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _differs(p: Pipeline) -> str:
@@ -54,8 +55,7 @@ def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None, 
         return (f"SELECT {speed_cols}, 'speed' AS source, "
                 "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality, "
                 f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s")
-    cut_text = (cutoff or EPOCH).isoformat(sep=" ")
-    cut = f"TIMESTAMP '{cut_text}'"
+    cut = sql_timestamp(cutoff or EPOCH)
     batch_table = naming.table("batch", p.name)
     on = " AND ".join(f"b.`{c}` <=> s.`{c}`" for c in p.grain)
     batch_cols = ", ".join(f"b.`{c}`" for c in cols)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakehouse import naming
+from lakehouse import naming, utc
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
@@ -46,7 +46,9 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
         "spark.master": cfg.spark.master,
         "spark.jars": ",".join(spark_jars()),
         "spark.driver.extraClassPath": str(derby_client[0]),
-        "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}", *cfg.jvm_flags]),
+        "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
+                                                   utc.JVM_FLAG, *cfg.jvm_flags]),
+        "spark.executor.extraJavaOptions": utc.JVM_FLAG,
         "spark.driver.memory": cfg.spark.driver_memory,
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -83,6 +85,7 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
             f"spark: the metastore is not reachable at {cfg.metastore.host}:{cfg.metastore.port}; "
             "run 'tidewater up' first"
         )
+    utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession

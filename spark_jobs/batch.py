@@ -21,7 +21,7 @@ import argparse
 import json
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming
@@ -49,6 +49,14 @@ def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> D
     return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
 
 
+def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, lateness_seconds: int) -> datetime:
+    """Windows ending at or before the cutoff count as complete. Event time can run ahead of the
+    clock (a producer's clock up to ``max_future_skew`` fast); the last arrival (the broker's clock)
+    cannot, so the cutoff follows the earlier of the two."""
+    top = max_event_time if max_arrival is None else min(max_event_time, max_arrival)
+    return top - timedelta(seconds=lateness_seconds)
+
+
 def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run_id: str, version: int) -> DataFrame:
     from pyspark.sql import functions as F
 
@@ -63,8 +71,26 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
     return out
 
 
+LOCK_WAIT_SECONDS = 1800.0
+
+
+def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
+    """One writer of ``batch.<p>__staging`` and ``batch.<p>`` at a time: staging is overwritten by
+    each run, so a second run staging between another's stage and publish would otherwise leave a
+    full publish without its rows (and delete ``batch.<p>``). Runs that start together queue here;
+    the one staged last is the only one that can publish (``batch_runs.require_latest_staged``)."""
+    from spark_jobs.locks import exclusive
+
+    return exclusive(cfg, f"batch-{p.name}", LOCK_WAIT_SECONDS)
+
+
 def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
-    """Compute a run into ``batch.<p>__staging`` and record it as ``staged``."""
+    """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
+    with batch_lock(cfg, p):
+        return _stage(spark, cfg, p, full)
+
+
+def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms import incremental
@@ -74,11 +100,12 @@ def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = F
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.batch(p),
                      contracts.batch_staging(p), contracts.BATCH_RUNS, contracts.RECONCILIATION)
     version, snapshot = bronze_snapshot(spark, p)
-    stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top")).collect()[0]
+    stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top"),
+                         F.max("kafka_timestamp").alias("arrived")).collect()[0]
     if not stats["n"]:
         raise TidewaterError(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
                              f"('tidewater speed start {p.name}') and produce events first")
-    cutoff = stats["top"] - timedelta(seconds=p.lateness_seconds)
+    cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     last = None if full else batch_runs.last_published(spark, p.name)
     history = snapshot.transform(dedup_history(p))
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
@@ -125,7 +152,13 @@ def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
 
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
-    """Publish the latest staged run: MERGE, ledger, run status, serving view."""
+    """Publish the latest staged run (under the batch lock)."""
+    with batch_lock(cfg, p):
+        return _publish(spark, cfg, p, run_id)
+
+
+def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
+    """MERGE, ledger, run status, serving view."""
     from lakehouse.serving import refresh_view
     from spark_jobs.reconcile_job import record_ledger
 
@@ -140,13 +173,10 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
     return run
 
 
-def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str | None:
-    """Run the quality gate if the expectations package provides one; raise if it fails."""
-    import importlib.util
-
-    if importlib.util.find_spec("expectations") is None or importlib.util.find_spec("expectations.runner") is None:
-        return None
-    from expectations import runner  # type: ignore[attr-defined]
+def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str:
+    """Run the quality gate; raise if it fails. Fails closed: without the expectations package
+    (an ImportError) nothing can be audited, so nothing is published."""
+    from expectations import runner
 
     result = runner.validate_table(cfg, p, "staging", table, spark=spark)
     if not result.success:
@@ -157,14 +187,15 @@ def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str)
 def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Stage + validate + publish (refused in kappa mode)."""
     refuse_in_kappa(cfg, p)
-    staged = stage(spark, cfg, p, full)
-    try:
-        validate(spark, cfg, p, naming.staging_table("batch", p.name))
-    except TidewaterError as exc:
-        staged.update(status="failed", message=str(exc)[:1000])
-        batch_runs.save(spark, staged)
-        raise
-    return publish(spark, cfg, p, staged["run_id"])
+    with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between
+        staged = _stage(spark, cfg, p, full)
+        try:
+            validate(spark, cfg, p, naming.staging_table("batch", p.name))
+        except TidewaterError as exc:
+            staged.update(status="failed", message=str(exc)[:1000])
+            batch_runs.save(spark, staged)
+            raise
+        return _publish(spark, cfg, p, staged["run_id"])
 
 
 def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:

@@ -19,7 +19,7 @@ TABLE = contracts.BATCH_RUNS.name
 
 
 def now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    return datetime.now(UTC)
 
 
 def runs(spark: SparkSession, pipeline: str) -> list[dict[str, Any]]:

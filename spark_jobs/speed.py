@@ -44,25 +44,52 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
     queries: dict[str, Any] = {}
     if "ingest" in which:
-        classified = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
+        start = new_ingest_lineage_start(spark, cfg, p, checkpoint) or starting_offsets
+        classified = read_stream(spark, cfg, p.topic, start).transform(with_kafka_metadata).transform(classify(p))
         queries["ingest"] = (
             classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
-            .foreachBatch(ingest_writer(p, INGEST_VERSION))
-            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)))
+            .foreachBatch(ingest_writer(p, checkpoint))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
     if "speed" in which:
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
+        table = naming.speed_table(p.name, version)
+        new_speed_lineage(spark, table, checkpoint, starting_offsets or cfg.kafka.starting_offsets)
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         windows = (valid_events(events).transform(with_watermark_dedup(p))
                    .transform(windowed_aggregate(p, streaming=True)))
-        sink = SpeedMerge(spark, p, naming.speed_table(p.name, version))
         queries["speed"] = (
             windows.writeStream.queryName(f"{p.name}_speed_v{version}")
-            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(sink)
-            .option("checkpointLocation", str(naming.checkpoint_dir(cfg, p.name, "speed", version)))
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
     return queries
+
+
+def new_ingest_lineage_start(spark: Any, cfg: TidewaterConfig, p: Pipeline, checkpoint: Any) -> str | None:
+    """A new ingest checkpoint over non-empty bronze/quarantine resumes after their last offsets."""
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_admin import offsets
+
+    if not lineage.is_new(checkpoint):
+        return None
+    tables = [naming.table("bronze", p.name), naming.table("quarantine", p.name)]
+    start = lineage.resume_offsets(spark, tables, p.topic, sorted(offsets(cfg, p.topic)))
+    if start:
+        print(f"speed: new ingest lineage at {checkpoint}: resuming after the offsets bronze/quarantine hold: "
+              f"{start}", file=sys.stderr, flush=True)
+    return start
+
+
+def new_speed_lineage(spark: Any, table: str, checkpoint: Any, starting_offsets: str) -> None:
+    from spark_jobs.io import lineage
+
+    if lineage.is_new(checkpoint) and lineage.prepare_speed_table(spark, table, starting_offsets):
+        print(f"speed: new speed lineage at {checkpoint}: emptied {table}, recomputing it from the "
+              "earliest offsets", file=sys.stderr, flush=True)
 
 
 def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> None:
@@ -74,6 +101,12 @@ def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: 
     view = naming.table("serving", p.name)
     if "speed" in which and version == active_version_file(cfg, p.name) and not spark.catalog.tableExists(view):
         refresh_view(spark, cfg, p, speed_version=version)
+
+
+def query_checkpoints(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> dict[str, tuple[int, Any]]:
+    """query -> (version, checkpoint folder) of the queries ``which``."""
+    versions = {q: INGEST_VERSION if q == "ingest" else version for q in which}
+    return {q: (v, naming.checkpoint_dir(cfg, p.name, q, v)) for q, v in versions.items()}
 
 
 def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list[str]) -> list[Any]:
@@ -138,10 +171,13 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
     spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
+    recorder = ProgressRecorder(spark, cfg, p.name, query_checkpoints(cfg, p, version, which))
+    recovered = recorder.recover()  # before the queries run: batches a crash left without a row
+    if recovered:
+        print(f"speed: recovered {recovered} ops.stream_progress rows from the checkpoints", flush=True)
+    recorder.start()
     queries = start_queries(spark, cfg, p, version, which, starting_offsets)
     ensure_serving_view(spark, cfg, p, version, which)
-    recorder = ProgressRecorder(spark, p.name, version, queries)
-    recorder.start()
     print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
     try:
         failed = supervise(spark, cfg, p, version, queries, starting_offsets, stopping, run_seconds)

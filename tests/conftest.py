@@ -92,6 +92,25 @@ def c1_jit_for_test_jvms() -> Iterator[None]:
         os.environ.pop("TIDEWATER_JVM_OPTIONS", None)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def host_time_zone(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The host time zone a module runs under: its ``HOST_TZ`` (default UTC). Tidewater must give
+    the same answers in any zone (PySpark hands out local-zone datetimes), so the modules that touch
+    time run under zones east and west of UTC. Subprocesses (CLI, speed job) inherit the zone."""
+    import time
+
+    zone = getattr(request.module, "HOST_TZ", "UTC")
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    yield zone
+    if saved is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = saved
+    time.tzset()
+
+
 @pytest.fixture(scope="module")
 def tw_env() -> Iterator[dict[str, str]]:
     with isolated_env() as env:

@@ -10,6 +10,13 @@ def topic_retention_ms(cfg: TidewaterConfig) -> int:
     return -1 if cfg.mode == "kappa" else cfg.kafka.retention_ms
 
 
+def topic_configs(cfg: TidewaterConfig) -> dict[str, str]:
+    """Retention, and record timestamps from the broker's clock (``LogAppendTime``): Tidewater's
+    reference for "when did this event arrive" (future-skew check, first-copy-wins dedup) must not
+    come from the producer clock it is checking."""
+    return {"retention.ms": str(topic_retention_ms(cfg)), "message.timestamp.type": "LogAppendTime"}
+
+
 def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None) -> bool:
     """Create ``topic`` if missing. True if it was created. In kappa mode an existing topic is set
     to keep its records forever too (a stack switched from lambda to kappa keeps its history)."""
@@ -24,7 +31,7 @@ def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None
                 admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "-1"})])
             return False
         new = NewTopic(topic, num_partitions=partitions or cfg.kafka.partitions, replication_factor=1,
-                       topic_configs={"retention.ms": str(topic_retention_ms(cfg))})
+                       topic_configs=topic_configs(cfg))
         try:
             admin.create_topics([new])
         except TopicAlreadyExistsError:

@@ -21,11 +21,12 @@ def table_path(cfg: TidewaterConfig, table: str) -> Path:
     return naming.warehouse_dir(cfg) / f"{db}.db" / name
 
 
-def live_files(path: Path) -> list[Path]:
+def _replay_log(path: Path, on_action: Any) -> None:
+    """Feed every action of the table's log (newest checkpoint, then later JSON commits) to
+    ``on_action``, in commit order."""
     log = path / "_delta_log"
     if not log.is_dir():
-        return []
-    files: dict[str, bool] = {}
+        return
     start = 0
     checkpoints = sorted(log.glob("*.checkpoint.parquet"))
     if checkpoints:
@@ -33,19 +34,38 @@ def live_files(path: Path) -> list[Path]:
 
         newest = checkpoints[-1]
         start = int(newest.name.split(".")[0]) + 1
-        for row in pq.read_table(newest, columns=["add"]).to_pylist():
-            if row.get("add"):
-                files[row["add"]["path"]] = True
+        columns = [c for c in ("add", "txn") if c in pq.read_schema(newest).names]
+        for row in pq.read_table(newest, columns=columns).to_pylist():
+            on_action({k: v for k, v in row.items() if v})
     for commit in sorted(log.glob("*.json")):
-        if int(commit.stem) < start:
-            continue
-        for line in commit.read_text().splitlines():
-            action = json.loads(line)
-            if "add" in action:
-                files[action["add"]["path"]] = True
-            elif "remove" in action:
-                files.pop(action["remove"]["path"], None)
+        if int(commit.stem) >= start:
+            for line in commit.read_text().splitlines():
+                on_action(json.loads(line))
+
+
+def live_files(path: Path) -> list[Path]:
+    files: dict[str, bool] = {}
+
+    def on_action(action: dict[str, Any]) -> None:
+        if "add" in action:
+            files[action["add"]["path"]] = True
+        elif "remove" in action:
+            files.pop(action["remove"]["path"], None)
+
+    _replay_log(path, on_action)
     return [path / unquote(f) for f in files]
+
+
+def txn_versions(path: Path) -> dict[str, int]:
+    """``txnAppId -> last committed txnVersion`` of a Delta table (idempotent writers' high-water marks)."""
+    versions: dict[str, int] = {}
+
+    def on_action(action: dict[str, Any]) -> None:
+        if "txn" in action:
+            versions[action["txn"]["appId"]] = int(action["txn"]["version"])
+
+    _replay_log(path, on_action)
+    return versions
 
 
 def read_rows(cfg: TidewaterConfig, table: str) -> list[dict[str, Any]]:

@@ -1,46 +1,59 @@
-"""Streaming query progress -> ``ops.stream_progress`` rows (one per micro-batch).
+"""Streaming query progress -> ``ops.stream_progress``: one row per committed micro-batch per query.
 
-``progress_row`` is pure: it turns one ``StreamingQueryProgress`` JSON dict into the contract's
-row, including rows dropped by the watermark (summed over stateful operators) and the Kafka end
-and latest offsets per partition. ``ProgressRecorder`` polls running queries in a thread and
-appends rows it has not written yet.
+The platform's own facts are exactly once, like the data:
+
+* A ``StreamingQueryListener`` on the session receives every progress event, also those of a
+  query that the job restarted in-process (a new query object: polling the old one's
+  ``recentProgress`` saw nothing more). A writer thread appends the rows.
+* Each append is idempotent: ``txnAppId`` = the query lineage (``naming.txn_app_id`` with the
+  checkpoint's query id), ``txnVersion`` = the highest batch id in the append, and only batch ids
+  above the lineage's last committed ``txnVersion`` (read from the Delta log) are written.
+* Progress that a kill -9 lost (the batch committed, its event was not yet written) is recovered
+  at the next start from the checkpoint: every committed batch id without a row gets one built from
+  the offset log (offsets, watermark, batch time, input rows), ``run_id`` = ``recovered``; the
+  metrics only Spark's event had (durations, state rows, rows dropped by the watermark) stay NULL,
+  which says "not measured", not 0.
+
+``progress_row`` is pure: one ``StreamingQueryProgress`` JSON dict -> the contract's row.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import STREAM_PROGRESS
-from lakehouse.naming import INGEST_VERSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+
+RECOVERED = "recovered"
 
 
 def _ts(text: str | None) -> datetime | None:
-    if not text:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC) if text else None
+
+
+def _offsets(value: Any) -> str | None:
+    if value is None:
         return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True)
 
 
 def progress_row(pipeline: str, query: str, version: int, p: dict[str, Any]) -> dict[str, Any]:
     ops = p.get("stateOperators") or []
     source = (p.get("sources") or [{}])[0]
-
-    def offsets(value: Any) -> str | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                return value
-        return json.dumps(value, sort_keys=True)
-
     return {
         "pipeline": pipeline, "query": query, "query_version": version, "run_id": p.get("runId"),
         "batch_id": int(p["batchId"]), "batch_time": _ts(p.get("timestamp")),
@@ -51,50 +64,130 @@ def progress_row(pipeline: str, query: str, version: int, p: dict[str, Any]) -> 
         "watermark": _ts((p.get("eventTime") or {}).get("watermark")),
         "state_rows": sum(int(o.get("numRowsTotal") or 0) for o in ops),
         "rows_dropped_by_watermark": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops),
-        "end_offsets": offsets(source.get("endOffset")),
-        "latest_offsets": offsets(source.get("latestOffset")),
-        "recorded_at": datetime.now(UTC).replace(tzinfo=None),
+        "end_offsets": _offsets(source.get("endOffset")),
+        "latest_offsets": _offsets(source.get("latestOffset")),
+        "recorded_at": datetime.now(UTC),
+    }
+
+
+def recovered_row(pipeline: str, query: str, version: int, batch_id: int, meta: dict[str, Any],
+                  end: dict[str, Any], start: dict[str, Any] | None) -> dict[str, Any]:
+    """The row of a committed batch whose progress event was lost, from its offset-log entries."""
+    def total(offsets: dict[str, Any]) -> int:
+        return sum(int(o) for parts in offsets.values() for o in parts.values())
+
+    ms = meta.get("batchTimestampMs")
+    wm = meta.get("batchWatermarkMs") or 0
+    return {
+        "pipeline": pipeline, "query": query, "query_version": version, "run_id": RECOVERED, "batch_id": batch_id,
+        "batch_time": datetime.fromtimestamp(ms / 1000, UTC) if ms else None,
+        "input_rows": total(end) - total(start) if start is not None else None,
+        "input_rows_per_second": None, "processed_rows_per_second": None, "batch_duration_ms": None,
+        "watermark": datetime.fromtimestamp(wm / 1000, UTC) if wm > 0 else None, "state_rows": None,
+        "rows_dropped_by_watermark": None, "end_offsets": _offsets(end), "latest_offsets": None,
+        "recorded_at": datetime.now(UTC),
     }
 
 
 class ProgressRecorder:
-    """Polls ``queries`` every ``interval`` seconds and appends new progress rows."""
+    """Listens to the session's streaming queries named ``<pipeline>_<query>_v<N>`` and writes their
+    progress exactly once (see the module docstring). ``checkpoints`` maps query -> (version, path)."""
 
-    def __init__(self, spark: SparkSession, pipeline: str, version: int,
-                 queries: dict[str, StreamingQuery], interval: float = 5.0) -> None:
-        self.spark, self.pipeline, self.version, self.queries = spark, pipeline, version, queries
+    def __init__(self, spark: SparkSession, cfg: TidewaterConfig, pipeline: str,
+                 checkpoints: dict[str, tuple[int, Path]], interval: float = 1.0) -> None:
+        self.spark, self.cfg, self.pipeline, self.checkpoints = spark, cfg, pipeline, checkpoints
         self.interval = interval
-        self._seen: dict[str, tuple[str, int]] = {}
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="progress-recorder", daemon=True)
+        self._listener: Any = None
 
     def start(self) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        events, prefix = self.events, f"{self.pipeline}_"
+
+        class _Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None: ...
+            def onQueryIdle(self, event: Any) -> None: ...
+            def onQueryTerminated(self, event: Any) -> None: ...
+
+            def onQueryProgress(self, event: Any) -> None:
+                progress = json.loads(event.progress.json)
+                if str(progress.get("name") or "").startswith(prefix):
+                    events.put(progress)
+
+        self._listener = _Listener()
+        self.spark.streams.addListener(self._listener)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=60)
         self.flush()
+        if self._listener is not None:
+            self.spark.streams.removeListener(self._listener)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
                 self.flush()
-            except Exception as exc:  # progress is best effort; the data path must not stop
+            except Exception as exc:  # retried at the next flush; the data path must not stop
                 print(f"progress-recorder: {exc}", flush=True)
 
+    def _query(self, name: str) -> str:
+        return name[len(self.pipeline) + 1:].rsplit("_v", 1)[0]
+
     def flush(self) -> None:
-        rows = []
-        for name, q in self.queries.items():
-            last = self._seen.get(name, ("", -1))
-            for prog in q.recentProgress:
-                p = json.loads(prog.json) if hasattr(prog, "json") else prog
-                key = (p.get("runId") or "", int(p["batchId"]))
-                if key[0] != last[0] or key[1] > last[1]:
-                    rows.append(progress_row(self.pipeline, name, INGEST_VERSION if name == "ingest" else self.version, p))
-                    last = key
-            self._seen[name] = last
-        if rows:
-            schema = ", ".join(f"`{c}` {t}" for c, t in STREAM_PROGRESS.columns)
-            df = self.spark.createDataFrame([[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
-            df.write.format("delta").mode("append").saveAsTable(STREAM_PROGRESS.name)
+        by_query: dict[str, list[dict[str, Any]]] = {}
+        while True:
+            try:
+                p = self.events.get_nowait()
+            except queue.Empty:
+                break
+            query = self._query(str(p["name"]))
+            if query in self.checkpoints:
+                by_query.setdefault(query, []).append(progress_row(self.pipeline, query, self.checkpoints[query][0], p))
+        for query, rows in by_query.items():
+            self.write(query, rows)
+
+    def recover(self) -> int:
+        """Write the rows of committed batches whose progress a crash lost; returns how many."""
+        from lakehouse import contracts
+        from spark_jobs.io import lineage
+
+        contracts.ensure(self.spark, STREAM_PROGRESS)
+        written = 0
+        for query, (version, checkpoint) in self.checkpoints.items():
+            if lineage.is_new(checkpoint):
+                continue
+            done = self.last_written(query)
+            rows = []
+            for batch_id in (b for b in lineage.committed_batches(checkpoint) if b > done):
+                meta, end = lineage.offset_log_entry(checkpoint, batch_id)
+                start = lineage.offset_log_entry(checkpoint, batch_id - 1)[1] if batch_id > 0 else None
+                rows.append(recovered_row(self.pipeline, query, version, batch_id, meta, end, start))
+            written += self.write(query, rows)
+        return written
+
+    def app_id(self, query: str) -> str:
+        from spark_jobs.io import lineage
+
+        return naming.txn_app_id(self.pipeline, f"progress-{query}", lineage.query_id(self.checkpoints[query][1]))
+
+    def last_written(self, query: str) -> int:
+        from spark_jobs.io.ops_reader import table_path, txn_versions
+
+        return txn_versions(table_path(self.cfg, STREAM_PROGRESS.name)).get(self.app_id(query), -1)
+
+    def write(self, query: str, rows: list[dict[str, Any]]) -> int:
+        from spark_jobs.io.delta_io import idempotent_append
+
+        done = self.last_written(query)
+        rows = sorted({r["batch_id"]: r for r in rows if r["batch_id"] > done}.values(), key=lambda r: r["batch_id"])
+        if not rows:
+            return 0
+        schema = ", ".join(f"`{c}` {t}" for c, t in STREAM_PROGRESS.columns)
+        df = self.spark.createDataFrame([[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
+        idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1]["batch_id"])
+        return len(rows)

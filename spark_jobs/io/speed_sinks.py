@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from lakehouse.utc import sql_timestamp as _ts
 
 
 class SpeedMerge:
@@ -65,26 +67,26 @@ class SpeedMerge:
         self.finalized_upto = self.max_event_time
 
 
-def _ts(value: Any) -> str:
-    return f"timestamp'{value.isoformat(sep=' ')}'"
-
-
-def ingest_writer(p: Pipeline, version: int) -> Any:
+def ingest_writer(p: Pipeline, checkpoint: Path) -> Any:
     """foreachBatch sink of the ``ingest`` query: bronze and quarantine, each exactly once."""
+    from spark_jobs.io import lineage
     from spark_jobs.io.delta_io import idempotent_append
     from spark_jobs.transforms.parse import quarantined, valid_events
 
-    bronze_app = naming.txn_app_id(p.name, "bronze", version)
-    quarantine_app = naming.txn_app_id(p.name, "quarantine", version)
+    apps: dict[str, str] = {}
 
     def _write(df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
+        if not apps:  # the checkpoint's metadata exists once the query runs
+            qid = lineage.query_id(checkpoint)
+            apps.update(bronze=naming.txn_app_id(p.name, "bronze", qid),
+                        quarantine=naming.txn_app_id(p.name, "quarantine", qid))
         df = df.persist()
         try:
             bronze = valid_events(df).withColumn("event_date", F.to_date("event_time"))
-            idempotent_append(bronze, naming.table("bronze", p.name), bronze_app, batch_id)
-            idempotent_append(quarantined(df), naming.table("quarantine", p.name), quarantine_app, batch_id)
+            idempotent_append(bronze, naming.table("bronze", p.name), apps["bronze"], batch_id)
+            idempotent_append(quarantined(df), naming.table("quarantine", p.name), apps["quarantine"], batch_id)
         finally:
             df.unpersist()
 

@@ -16,6 +16,7 @@ from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
 
 pytestmark = pytest.mark.integration
+HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
 
 T0 = datetime(2026, 3, 1, 12, 0, 0)
 
@@ -151,3 +152,33 @@ def test_sessions_incremental_equals_full_after_merging_late_event(spark, cfg) -
     batch.run(spark, cfg, p, full=True)
     assert table_rows(spark, p) == incremental
     assert first["mode"] == "full"
+
+
+def test_two_batch_runs_at_once_both_publish_the_same_table(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+    """A scheduled run and a manual one at the same moment: they queue on the batch lock, so
+    neither publishes another's staging (a full run whose rows another run overwrote would delete
+    every window of batch.<p>). Runs after the sensor test, over its bronze table."""
+    import threading
+
+    from spark_jobs import batch
+
+    p = load_pipeline("sensor_readings")
+    before = table_rows(spark, p)
+    assert before, "the sensor test published windows first"
+    results: list[object] = []
+
+    def one_run() -> None:
+        try:
+            results.append(batch.run(spark, cfg, p, full=True))
+        except Exception as exc:  # recorded and asserted below
+            results.append(exc)
+
+    threads = [threading.Thread(target=one_run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert len(results) == 2 and all(isinstance(r, dict) for r in results), results
+    assert [r["status"] for r in results] == ["published", "published"]  # type: ignore[index]
+    assert [r["windows_written"] for r in results] == [len(before)] * 2  # type: ignore[index]
+    assert table_rows(spark, p) == before

@@ -20,6 +20,7 @@ import pytest
 from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+HOST_TZ = "Asia/Kolkata"  # east of UTC: see the host_time_zone fixture
 
 PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
 

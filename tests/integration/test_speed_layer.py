@@ -16,6 +16,7 @@ import pytest
 from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
 
 pytestmark = pytest.mark.integration
+HOST_TZ = "Asia/Kolkata"  # east of UTC: see the host_time_zone fixture
 
 SENSORS = ["s-a", "s-b", "s-c", "s-d"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,11 +12,12 @@ from spark_jobs.transforms.parse import classify, quarantined, valid_events
 
 pytestmark = pytest.mark.spark
 
-NOW_MS = int(datetime(2026, 1, 1).timestamp() * 1000)
+ARRIVED = datetime(2026, 1, 1, tzinfo=UTC)  # the records' Kafka (broker) timestamp
+NOW_MS = int(ARRIVED.timestamp() * 1000)
 
 
 def _kafka_rows(spark, values):  # type: ignore[no-untyped-def]
-    rows = [(v.encode() if v is not None else None, "sensor-readings", 0, i, datetime(2026, 1, 1), datetime(2026, 1, 1))
+    rows = [(v.encode() if v is not None else None, "sensor-readings", 0, i, ARRIVED, ARRIVED)
             for i, v in enumerate(values)]
     return spark.createDataFrame(
         rows, "value binary, kafka_topic string, kafka_partition int, kafka_offset bigint, kafka_timestamp timestamp, "
@@ -37,20 +38,22 @@ def test_reason_codes(spark) -> None:  # type: ignore[no-untyped-def]
         "WRONG_TYPE": json.dumps({**good, "temperature": "hot"}),
         "WRONG_TYPE_TS": json.dumps({**good, "timestamp": "yesterday"}),
         "IMPOSSIBLE_TIMESTAMP": json.dumps({**good, "timestamp": 5}),
-        "IMPOSSIBLE_TIMESTAMP_FUTURE": json.dumps({**good, "timestamp": NOW_MS + 3 * 86_400_000}),
+        "FUTURE_TIMESTAMP": json.dumps({**good, "timestamp": NOW_MS + 3 * 86_400_000}),
+        "FUTURE_TIMESTAMP_SKEW": json.dumps({**good, "timestamp": NOW_MS + 5 * 60_000 + 1}),  # a clock 5 min fast
+        "ok_skew": json.dumps({**good, "event_id": "e9", "timestamp": NOW_MS + 5 * 60_000}),  # within max_future_skew
     }
     df = _kafka_rows(spark, list(cases.values())).transform(classify(p))
     got = {r.kafka_offset: (r.reason_code, r.reason) for r in quarantined(df).collect()}
     for i, name in enumerate(cases):
-        if name == "ok":
+        if name.startswith("ok"):
             assert i not in got
             continue
-        code = name.replace("_ARRAY", "").replace("_EMPTY", "").replace("_TS", "").replace("_FUTURE", "")
+        code = name.replace("_ARRAY", "").replace("_EMPTY", "").replace("_TS", "").replace("_SKEW", "")
         assert got[i][0] == code, (name, got[i])
         assert got[i][1], name
     assert "temperature" in got[3][1] and "hot" in got[7][1]
-    valid = valid_events(df).collect()
-    assert len(valid) == 1
-    assert valid[0].temperature == 21.5 and valid[0].event_time == datetime.utcfromtimestamp(NOW_MS / 1000)
+    valid = sorted(valid_events(df).collect(), key=lambda r: r.event_id)
+    assert [r.event_id for r in valid] == ["e1", "e9"]
+    assert valid[0].temperature == 21.5 and valid[0].event_time.astimezone(UTC) == ARRIVED
     q = quarantined(df).where("kafka_offset = 1").collect()[0]
     assert q.raw_value == cases["MALFORMED_JSON"] and q.kafka_topic == "sensor-readings"

@@ -1,0 +1,45 @@
+"""Exclusive locks between Tidewater processes on one host (``flock`` on files under ``run/``).
+
+The kernel drops a ``flock`` when its holder dies, kill -9 included, so a crashed job never
+leaves a stale lock behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+
+
+def lock_path(cfg: TidewaterConfig, name: str) -> Path:
+    path = naming.run_dir(cfg) / f"lock-{name}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[None]:
+    """Hold lock ``name`` for the block; wait up to ``wait_seconds`` for another holder to finish."""
+    path = lock_path(cfg, name)
+    deadline = time.monotonic() + wait_seconds
+    with open(path, "w") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TidewaterError(f"lock {path} is held by another Tidewater process for more than "
+                                         f"{wait_seconds:.0f}s; wait for it to finish or check 'tidewater status'"
+                                         ) from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
