@@ -81,13 +81,17 @@ def with_watermark_dedup(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
 
 
 def dedup_history(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
-    """Batch: keep the first delivery (lowest Kafka position) of every event id in the history."""
+    """Batch: keep one copy of every event id, by THE rule for duplicates (also for duplicates with
+    different payloads): the copy that reached Kafka first (``kafka_timestamp``, the broker's
+    LogAppendTime), then the lower partition, then the lower offset. A copy that arrives later never
+    displaces one already published, so an incremental run equals a full one."""
 
     def _dedup(df: DataFrame) -> DataFrame:
         from pyspark.sql import Window as W
         from pyspark.sql import functions as F
 
-        order = [F.col(c) for c in ("kafka_partition", "kafka_offset") if c in df.columns] or [F.col("event_time")]
+        order = ([F.col(c) for c in ("kafka_timestamp", "kafka_partition", "kafka_offset") if c in df.columns]
+                 or [F.col("event_time")])
         first = W.partitionBy(p.event_id).orderBy(*order)
         return df.withColumn("_rn", F.row_number().over(first)).where("_rn = 1").drop("_rn")
 

@@ -85,3 +85,17 @@ def test_history_dedup_keeps_first_delivery(spark) -> None:  # type: ignore[no-u
     )
     out = events.transform(dedup_history(p)).select("event_id", "kafka_offset").orderBy("event_id").collect()
     assert [(r.event_id, r.kafka_offset) for r in out] == [("a", 5), ("b", 3)]
+
+
+def test_dedup_keeps_the_copy_that_reached_kafka_first_whatever_its_partition(spark) -> None:  # type: ignore[no-untyped-def]
+    """One rule for duplicates with different payloads: earliest Kafka arrival, then partition, then
+    offset. A later copy on a lower partition must not displace the published one."""
+    p = load_pipeline("sensor_readings")
+    rows = [("e1", "s1", 10.0, T("00:00:05"), 3, 100, T("00:00:06")),   # first to arrive
+            ("e1", "s1", 99.0, T("00:05:00"), 0, 7, T("00:00:09")),     # re-sent later, other payload
+            ("e2", "s1", 20.0, T("00:00:10"), 1, 5, T("00:00:11")),     # same arrival ms: lower partition wins
+            ("e2", "s1", 21.0, T("00:00:10"), 2, 1, T("00:00:11"))]
+    df = spark.createDataFrame(rows, "event_id string, sensor_id string, temperature double, event_time timestamp, "
+                                     "kafka_partition int, kafka_offset bigint, kafka_timestamp timestamp")
+    kept = {r.event_id: r.temperature for r in df.transform(dedup_history(p)).collect()}
+    assert kept == {"e1": 10.0, "e2": 20.0}
