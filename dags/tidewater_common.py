@@ -84,11 +84,14 @@ def total_lag(status: dict[str, Any]) -> int:
 
 
 def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime | None = None) -> tuple[str, str]:
-    """What the supervisor does for one pipeline: (``start``|``restart``|``none``, reason).
+    """What the supervisor does for one pipeline: (``start``|``restart``|``none``, reason). Nothing
+    while a replay or rollback switches versions (it froze the job on purpose).
 
     ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and the
     last recorded micro-batch older than ``STALL_TRIGGERS`` trigger intervals (min 3 minutes).
     """
+    if status.get("switch_in_progress"):
+        return "none", "a replay or rollback is switching versions; it restarts the job itself"
     if not status.get("running"):
         return "start", "not running"
     lag = total_lag(status)

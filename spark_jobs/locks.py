@@ -23,6 +23,22 @@ def lock_path(cfg: TidewaterConfig, name: str) -> Path:
     return path
 
 
+HELD_HERE: set[str] = set()  # locks this process holds (a second open() of the file would conflict)
+
+
+def held_elsewhere(cfg: TidewaterConfig, name: str) -> bool:
+    """True while another process holds lock ``name``."""
+    if name in HELD_HERE:
+        return False
+    with open(lock_path(cfg, name), "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 @contextlib.contextmanager
 def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[None]:
     """Hold lock ``name`` for the block; wait up to ``wait_seconds`` for another holder to finish."""
@@ -39,7 +55,9 @@ def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[
                                          f"{wait_seconds:.0f}s; wait for it to finish or check 'tidewater status'"
                                          ) from None
                 time.sleep(0.5)
+        HELD_HERE.add(name)
         try:
             yield
         finally:
+            HELD_HERE.discard(name)
             fcntl.flock(handle, fcntl.LOCK_UN)

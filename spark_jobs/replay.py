@@ -45,6 +45,19 @@ def previous_file(cfg: TidewaterConfig, pipeline: str) -> Any:
     return naming.versions_dir(cfg) / f"{pipeline}.previous"
 
 
+def switch_lock_name(pipeline: str) -> str:
+    """Held by a replay or rollback from start to switch: while it is held by another process,
+    ``tidewater speed start`` (the supervisor DAG's restart) refuses to start the main job, which the
+    switch has frozen on purpose and restarts itself."""
+    return f"replay-{pipeline}"
+
+
+def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
+    from spark_jobs.locks import exclusive
+
+    return exclusive(cfg, switch_lock_name(p.name), wait_seconds=0)
+
+
 def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
     """A version never used before (checkpoints are never reused)."""
     used = [int(d.name.rsplit("_v", 1)[1]) for d in (cfg.data_dir / "checkpoints" / pipeline).glob("speed_v*")
@@ -83,9 +96,7 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
     from lakehouse.commands.speed import set_active_version, start_speed, stop_speed
 
     refresh(to_version)
-    set_active_version(cfg, p.name, to_version)
-    path = previous_file(cfg, p.name)
-    path.write_text(f"{from_version}\n")
+    set_active_version(cfg, p.name, to_version, previous=from_version)
     if replay_job:
         stop_speed(cfg, p.name, name=replay_job)
     stop_speed(cfg, p.name)
@@ -96,16 +107,25 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
            log: Callable[[str], None] = print) -> dict[str, Any]:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
-    from lakehouse.commands.speed import active_version_file, lag_records, speed_process, start_speed, stop_speed
+    from lakehouse.commands.speed import active_version_file
 
     check_history(cfg, p.topic)
-    active = active_version_file(cfg, p.name)
-    new = next_version(cfg, p.name, active)
+    with switch_lock(cfg, p):
+        active = active_version_file(cfg, p.name)
+        new = next_version(cfg, p.name, active)
+        log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
+        return catch_up_and_switch(cfg, p, new, active, "earliest", refresh, timeout)
+
+
+def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int, starting_offsets: str | None,
+                        refresh: Callable[[int], Any], timeout: float) -> dict[str, Any]:
+    """Run speed version ``new`` alone until it is level with ``active``, then switch to it."""
+    from lakehouse.commands.speed import lag_records, speed_process, start_speed, stop_speed
+
     job = f"replay-{p.name}-v{new}"
     main_running = speed_process(cfg, p.name).running()
     started = time.monotonic()
-    log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
-    start_speed(cfg, p.name, version=new, queries="speed", starting_offsets="earliest", name=job)
+    start_speed(cfg, p.name, version=new, queries="speed", starting_offsets=starting_offsets, name=job)
     deadline = started + timeout
     lag = None
     while time.monotonic() < deadline:
@@ -136,14 +156,17 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
             "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}
 
 
-def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any]) -> dict[str, Any]:
-    """Switch back to the version that was active before the last replay switch."""
-    from lakehouse.commands.speed import active_version_file, speed_process
+def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600) -> dict[str, Any]:
+    """Switch back to the version that was active before the last replay switch. That version froze
+    at the switch, so it first catches up from its own checkpoint like a replay (never a view on a
+    stale table), under the same lock."""
+    from lakehouse.commands.speed import active_version_file
 
     path = previous_file(cfg, p.name)
     if not path.exists():
         raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
-    previous, active = int(path.read_text().strip()), active_version_file(cfg, p.name)
-    running = speed_process(cfg, p.name).running()
-    switch(cfg, p, previous, active, refresh, None, restart_main=running)
-    return {"pipeline": p.name, "from_version": active, "to_version": previous}
+    with switch_lock(cfg, p):
+        previous, active = int(path.read_text().strip()), active_version_file(cfg, p.name)
+        if previous == active:
+            raise TidewaterError(f"replay: v{active} of {p.name} is already active; nothing to roll back to")
+        return catch_up_and_switch(cfg, p, previous, active, None, refresh, timeout)

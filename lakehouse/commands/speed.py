@@ -30,18 +30,27 @@ def active_version_file(cfg: TidewaterConfig, pipeline: str) -> int:
         return 1
 
 
-def set_active_version(cfg: TidewaterConfig, pipeline: str, version: int) -> None:
-    """Record the active speed version atomically (write + rename)."""
-    path = naming.versions_dir(cfg) / f"{pipeline}.active"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"{version}\n")
-    tmp.replace(path)
+def set_active_version(cfg: TidewaterConfig, pipeline: str, version: int, previous: int | None = None) -> None:
+    """Record the active (and the previous) speed version, each file atomically (write + rename)."""
+    records = ([("previous", previous)] if previous is not None else []) + [("active", version)]
+    for kind, value in records:
+        path = naming.versions_dir(cfg) / f"{pipeline}.{kind}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f"{value}\n")
+        tmp.replace(path)
 
 
 def start_speed(cfg: TidewaterConfig, pipeline: str, version: int | None = None, queries: str = "ingest,speed",
                 starting_offsets: str | None = None, wait: float = 120.0, name: str | None = None) -> int:
-    """Start the job detached (PID file + log). Idempotent: a running copy is left alone."""
+    """Start the job detached (PID file + log). Idempotent: a running copy is left alone. The main job
+    is refused while another process switches versions (a replay or rollback froze it on purpose)."""
+    from spark_jobs.locks import held_elsewhere
+    from spark_jobs.replay import switch_lock_name
+
+    if name is None and held_elsewhere(cfg, switch_lock_name(pipeline)):
+        raise TidewaterError(f"speed: a replay or rollback of {pipeline} is switching versions; it restarts the "
+                             "main job itself when done (see 'tidewater speed status')")
     version = version or active_version_file(cfg, pipeline)
     proc = speed_process(cfg, pipeline, name)
     if proc.running():
@@ -85,8 +94,12 @@ def speed_status(cfg: TidewaterConfig, pipeline: str) -> dict[str, Any]:
     p = load_pipeline(pipeline, cfg.pipelines)
     version = active_version_file(cfg, pipeline)
     proc = speed_process(cfg, pipeline)
+    from spark_jobs.locks import held_elsewhere
+    from spark_jobs.replay import switch_lock_name
+
     out: dict[str, Any] = {"pipeline": pipeline, "version": version, "running": proc.running(), "pid": proc.pid(),
-                           "log": str(proc.log_file)}
+                           "log": str(proc.log_file),
+                           "switch_in_progress": held_elsewhere(cfg, switch_lock_name(pipeline))}
     last = _last_progress(cfg, pipeline, version)
     out.update(last)
     committed = topic_offsets(last, p.topic)

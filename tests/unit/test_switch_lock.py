@@ -1,0 +1,50 @@
+"""A replay or rollback freezes the main speed job on purpose: nothing else may restart it meanwhile."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from lakehouse.commands.speed import set_active_version, start_speed
+    from lakehouse.config import load_config
+    from lakehouse.errors import TidewaterError
+    from spark_jobs.locks import held_elsewhere, lock_path
+    from spark_jobs.replay import switch_lock_name
+
+    monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
+    cfg = load_config()
+    path = lock_path(cfg, switch_lock_name("sensor_readings"))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; h = open(sys.argv[1], 'w'); fcntl.flock(h, fcntl.LOCK_EX); print('held', flush=True);"
+        "time.sleep(60)"), str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert held_elsewhere(cfg, switch_lock_name("sensor_readings"))
+        with pytest.raises(TidewaterError, match="switching versions"):
+            start_speed(cfg, "sensor_readings")
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert not held_elsewhere(cfg, switch_lock_name("sensor_readings"))  # kill -9 released it
+
+    set_active_version(cfg, "sensor_readings", 2, previous=1)
+    versions = tmp_path / "versions"
+    assert (versions / "sensor_readings.active").read_text() == "2\n"
+    assert (versions / "sensor_readings.previous").read_text() == "1\n"
+    assert not list(versions.glob("*.tmp"))
+
+
+def test_supervisor_does_nothing_during_a_switch() -> None:
+    from dags.tidewater_common import speed_decision
+
+    assert speed_decision({"running": False, "switch_in_progress": True}, 5)[0] == "none"
+    assert speed_decision({"running": False, "switch_in_progress": False}, 5)[0] == "start"
