@@ -1,4 +1,7 @@
-"""``tidewater produce <pipeline>``: synthetic or file events into the pipeline's topic."""
+"""``tidewater produce <pipeline>``: synthetic or file events into the pipeline's topic.
+
+Records the broker did not acknowledge are reported as one line (count, topic, first error) with
+exit status 2; an unreachable broker is reported before anything is sent."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import time
 from pathlib import Path
 
 from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 
 
@@ -30,34 +34,65 @@ def _positive(text: str) -> float:
     return value
 
 
+def _planned(args: argparse.Namespace) -> int:
+    """How many records this run means to send (the non-empty lines of ``--file``)."""
+    if args.file:
+        if not Path(args.file).is_file():
+            raise TidewaterError(f"produce: --file {args.file} does not exist; pass a JSON-lines file")
+        with open(args.file, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    if args.count is None and args.rate <= 0:
+        raise TidewaterError("produce: give --rate N (events/s) with --duration S, or --count N")
+    if args.late + args.out_of_order + args.duplicates + args.malformed > 1:
+        raise TidewaterError("produce: --late + --out-of-order + --duplicates + --malformed must not exceed 1")
+    return int(args.count if args.count is not None else args.rate * args.duration)
+
+
+def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
+    """A one-line error, before anything is sent, when no broker answers or the topic cannot be made."""
+    from kafka.errors import KafkaError
+
+    from infra.services.process import port_open
+    from spark_jobs.io.kafka_admin import ensure_topic
+
+    where = f"at {cfg.kafka.bootstrap}; none of the {planned} records was sent"
+    servers = [s.strip().rpartition(":") for s in cfg.kafka.bootstrap.split(",")]
+    if not any(port.isdigit() and port_open(host.strip("[]"), int(port), 3) for host, _, port in servers):
+        raise TidewaterError(f"produce: no Kafka broker answers {where}; start it with 'tidewater up' "
+                             "or set kafka.bootstrap_servers")
+    try:
+        ensure_topic(cfg, topic)
+    except KafkaError as exc:
+        raise TidewaterError(f"produce: topic '{topic}' could not be checked or created {where} "
+                             f"({exc.__class__.__name__}); check the broker with 'tidewater status'") from None
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
     from spark_jobs.io.event_generator import Mix, generate
-    from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.producer import send, send_file
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
-    ensure_topic(cfg, p.topic)
+    n = _planned(args)
+    _require_topic(cfg, p.topic, n)
     started = time.monotonic()
     if args.file:
-        if not Path(args.file).is_file():
-            raise TidewaterError(f"produce: --file {args.file} does not exist; pass a JSON-lines file")
-        counts = send_file(cfg, p.topic, Path(args.file), args.rate)
+        result = send_file(cfg, p.topic, Path(args.file), args.rate, args.timeout)
     else:
-        if args.count is None and args.rate <= 0:
-            raise TidewaterError("produce: give --rate N (events/s) with --duration S, or --count N")
-        n = int(args.count if args.count is not None else args.rate * args.duration)
         mix = Mix(late=args.late, out_of_order=args.out_of_order, duplicate=args.duplicates, malformed=args.malformed)
-        if mix.late + mix.out_of_order + mix.duplicate + mix.malformed > 1:
-            raise TidewaterError("produce: --late + --out-of-order + --duplicates + --malformed must not exceed 1")
         start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
         step = (1000.0 / args.rate) if args.rate > 0 else args.step_ms
         progress(f"producing {n} {p.name} events to '{p.topic}'" + (f" at {args.rate:g}/s" if args.rate else ""))
         prefix = args.id_prefix if args.id_prefix is not None else f"e{int(time.time() * 1000)}-"
-        counts = send(cfg, p.topic, generate(p, n, start_ms, step, mix, args.seed, prefix), args.rate)
+        result = send(cfg, p.topic, generate(p, n, start_ms, step, mix, args.seed, prefix), args.rate, args.timeout)
     took = time.monotonic() - started
-    total = sum(counts.values())
-    print(f"sent {total} records to {p.topic} in {took:.1f}s: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.counts.items()))
+    if result.failed:
+        print(f"delivered {result.delivered} of {result.total} records to {p.topic} in {took:.1f}s ({kinds})")
+        raise TidewaterError(f"produce: {result.failed} of {result.total} records were not delivered to '{p.topic}' "
+                             f"at {cfg.kafka.bootstrap} ({result.error}); check the broker with 'tidewater status' "
+                             "and produce them again")
+    print(f"sent {result.total} records to {p.topic} in {took:.1f}s: {kinds}")
     return 0
 
 
@@ -76,4 +111,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--step-ms", type=float, default=100.0, help="event-time step when --rate is 0")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--id-prefix", help="prefix of generated event ids (default: unique per run)")
+    p.add_argument("--timeout", type=_positive, default=120.0,
+                   help="seconds to wait for the broker and for each record's acknowledgement (default 120)")
     p.set_defaults(handler=cmd_produce)

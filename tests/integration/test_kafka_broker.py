@@ -1,7 +1,9 @@
-"""The local Kafka broker (KRaft) really starts, keeps records across a restart and serves them."""
+"""The local Kafka broker (KRaft) really starts, keeps records across a restart and serves them; a
+producer run that the broker stops in the middle counts every record it did not acknowledge."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,9 @@ def test_record_survives_broker_restart(stack) -> None:  # type: ignore[no-untyp
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     from infra.services import kafka_broker
+    from spark_jobs.io.event_generator import Record
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
+    from spark_jobs.io.producer import send
 
     cfg = stack
     assert ensure_topic(cfg, "durability-check") is True
@@ -24,12 +28,25 @@ def test_record_survives_broker_restart(stack) -> None:  # type: ignore[no-untyp
     producer.send("durability-check", key=b"k", value=b"hello tidewater", partition=2).get(timeout=30)
     producer.close()
 
+    # the broker stops in the middle of a producer run: what it did not acknowledge is counted as failed
+    assert ensure_topic(cfg, "producer-failures") is True
+    stopped = []
+
+    def records() -> Iterator[Record]:
+        yield from (Record(f"k{i}".encode(), f"before {i}".encode(), "valid") for i in range(20))
+        stopped.append(kafka_broker.stop(cfg))
+        yield from (Record(f"k{i}".encode(), f"after {i}".encode(), "valid") for i in range(30))
+
     old_pid = kafka_broker.status(cfg)["pid"]
-    assert kafka_broker.stop(cfg) is True
+    result = send(cfg, "producer-failures", records(), timeout=3)
+    assert stopped == [True]
     assert not kafka_broker.healthy(cfg)
+    assert result.total == 50 and result.failed >= 30 and result.error, result
     kafka_broker.start(cfg)
     assert kafka_broker.status(cfg)["pid"] != old_pid
     assert kafka_broker.healthy(cfg)
+    in_log = sum(end - begin for begin, end in offsets(cfg, "producer-failures").values())
+    assert result.delivered <= in_log <= 20, (result, in_log)  # nothing acknowledged is lost
 
     consumer = KafkaConsumer(bootstrap_servers=cfg.kafka.bootstrap, enable_auto_commit=False,
                              consumer_timeout_ms=20000)
