@@ -181,6 +181,9 @@ def _validate(cfg: TidewaterConfig) -> None:
         flags = ["<unbalanced quotes>"]
     if any(not flag.startswith("-") for flag in flags):
         raise ConfigError("jvm_options", cfg.jvm_options, "JVM flags separated by spaces, e.g. -XX:TieredStopAtLevel=1")
+    for name, over in cfg.pipelines.items():
+        if over is not None and not isinstance(over, dict):
+            raise ConfigError(f"pipelines.{name}", over, "a mapping of overrides, e.g. {watermark: '5 minutes'}")
     if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
         raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
 

@@ -98,12 +98,22 @@ def _fail(name: str, fld: str, problem: str) -> None:
     raise PipelineDefinitionError(name, fld, problem)
 
 
-def _duration(name: str, fld: str, value: Any) -> str:
+def _duration(name: str, fld: str, value: Any, positive: bool = False) -> str:
     try:
-        duration_seconds(value)
+        seconds = duration_seconds(value)
     except ValueError:
         _fail(name, fld, f"is {value!r}; expected a duration like '2 minutes' or '30 seconds'")
+    if positive and seconds <= 0:
+        _fail(name, fld, f"is {value!r}; a window must be longer than 0 seconds, e.g. '1 minute'")
     return str(value)
+
+
+def _checked(p: Pipeline) -> Pipeline:
+    """Rules across fields: the batch layer never counts a window complete before the speed layer does."""
+    if p.allowed_lateness and p.lateness_seconds < p.watermark_seconds:
+        _fail(p.name, "allowed_lateness", f"is {p.allowed_lateness!r}, shorter than the watermark {p.watermark!r}; "
+              "set it to at least the watermark, or leave it out (it defaults to the watermark)")
+    return p
 
 
 def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
@@ -137,7 +147,7 @@ def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
     for part in needed:
         if part not in win:
             _fail(name, f"window.{part}", f"is required for a {wtype} window")
-        _duration(name, f"window.{part}", win[part])
+        _duration(name, f"window.{part}", win[part], positive=True)
     if wtype == "sliding" and duration_seconds(win["size"]) % duration_seconds(win["slide"]):
         _fail(name, "window.slide", "must divide window.size evenly")
     aggs = []
@@ -157,32 +167,37 @@ def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
     watermark = _duration(name, "watermark", raw["watermark"])
     lateness = _duration(name, "allowed_lateness", raw["allowed_lateness"]) if raw.get("allowed_lateness") else ""
     skew = _duration(name, "max_future_skew", raw.get("max_future_skew", "5 minutes"))
-    return Pipeline(
+    return _checked(Pipeline(
         name=name, topic=str(raw["topic"]), schema=dict(schema), event_time=raw["event_time"],
         event_id=raw["event_id"], keys=tuple(keys), window=Window(**{k: win.get(k) for k in ("type", "size", "slide", "gap")}),
         aggregates=tuple(aggs), watermark=watermark, owner=str(raw.get("owner", "unknown")),
         description=str(raw.get("description", "")), allowed_lateness=lateness, quality=dict(raw.get("quality") or {}),
         max_future_skew=skew,
-    )
+    ))
 
 
 def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None) -> Pipeline:
     """Load ``<name>.yml`` and apply config overrides (watermark, allowed_lateness)."""
     import yaml
 
-    path = PIPELINES_DIR / f"{name}.yml"
+    path, known = PIPELINES_DIR / f"{name}.yml", ", ".join(available_pipelines()) or "none"
+    if not _NAME.match(str(name)):
+        raise PipelineDefinitionError(str(name), "name", "is not lower_snake_case (letters, digits, _); "
+                                      f"known pipelines: {known}")
     if not path.exists():
-        known = ", ".join(available_pipelines()) or "none"
         raise PipelineDefinitionError(name, "name", f"has no definition {path.name}; known pipelines: {known}")
     pipeline = parse_pipeline(yaml.safe_load(path.read_text()), source=name)
     extra = (overrides or {}).get(name) or {}
+    if not isinstance(extra, dict):
+        raise PipelineDefinitionError(name, f"pipelines.{name}",
+                                      f"is {extra!r}; expected a mapping such as {{watermark: '5 minutes'}}")
     for key in extra:
         if key not in ("watermark", "allowed_lateness", "max_future_skew"):
             raise PipelineDefinitionError(name, f"pipelines.{name}.{key}",
                                           "cannot be overridden; only watermark, allowed_lateness and max_future_skew can")
     if extra:
         changes: dict[str, Any] = {k: _duration(name, k, v) for k, v in extra.items()}
-        pipeline = replace(pipeline, **changes)
+        pipeline = _checked(replace(pipeline, **changes))
     return pipeline
 
 

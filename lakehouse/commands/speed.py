@@ -136,6 +136,9 @@ def cmd_speed(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     if args.action == "start":
+        from lakehouse.commands.stack import require_topic
+
+        require_topic(cfg, p.name, p.topic)  # a missing topic would idle with lag 0
         progress(f"starting speed layer for {p.name} …")
         pid = start_speed(cfg, p.name, args.version)
         print(f"speed {p.name}: running (pid {pid}); log {speed_process(cfg, p.name).log_file}")

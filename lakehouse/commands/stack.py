@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import shutil
 import time
 from typing import Any
 
 from lakehouse.commands import config_from, progress
 from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
 
 
 def _services() -> list[Any]:
@@ -25,6 +27,29 @@ def _services() -> list[Any]:
     return out
 
 
+def _name(svc: Any) -> str:
+    return str(svc.__name__).split(".")[-1]
+
+
+def select_services(only: list[str] | None) -> list[Any]:
+    """Every service, or those named in ``--only``; an unknown name is an error listing the valid ones."""
+    from infra.services import SERVICE_MODULES
+
+    valid = [module.split(".")[-1] for module in SERVICE_MODULES]
+    unknown = [name for name in only or [] if name not in valid]
+    if unknown:
+        raise TidewaterError(f"up: unknown service {', '.join(repr(n) for n in unknown)}; "
+                             f"valid names: {', '.join(valid)}")
+    return [svc for svc in _services() if not only or _name(svc) in only]
+
+
+def require_java() -> None:
+    """The metastore, Kafka and Spark are JVMs started as ``java`` from PATH."""
+    if not shutil.which("java"):
+        raise TidewaterError("java was not found on PATH; install Java 17 ('make system-deps' runs "
+                             "infra/install_system_deps.sh) or put its bin folder on PATH")
+
+
 def create_topics(cfg: TidewaterConfig) -> list[str]:
     """Create every pipeline's topic (idempotent) with the configured partitions and retention."""
     from lakehouse.pipeline import available_pipelines, load_pipeline
@@ -36,6 +61,22 @@ def create_topics(cfg: TidewaterConfig) -> list[str]:
         if ensure_topic(cfg, p.topic):
             made.append(p.topic)
     return made
+
+
+def require_topic(cfg: TidewaterConfig, pipeline: str, topic: str) -> None:
+    """One line when the pipeline's topic does not exist (or Kafka does not answer)."""
+    from kafka.errors import KafkaError
+
+    from spark_jobs.io.kafka_admin import offsets
+
+    try:
+        found = offsets(cfg, topic)
+    except KafkaError as exc:
+        raise TidewaterError(f"Kafka at {cfg.kafka.bootstrap} does not answer ({exc.__class__.__name__}); "
+                             "start it with 'tidewater up'") from None
+    if not found:
+        raise TidewaterError(f"topic '{topic}' of {pipeline} does not exist at {cfg.kafka.bootstrap}; "
+                             f"create it with 'tidewater up' or 'tidewater produce {pipeline}'")
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -52,12 +93,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     from infra.jars import fetch_jars
 
     cfg = config_from(args)
+    selected = [svc for svc in select_services(args.only) if getattr(svc, "enabled", lambda c: True)(cfg)]
+    if any(_name(svc) != "airflow" for svc in selected):
+        require_java()
     if fetch_jars():
         progress("fetched JVM jars")
-    for svc in _services():
-        if getattr(svc, "enabled", lambda c: True)(cfg) and not (args.only and svc.__name__.split(".")[-1] not in args.only):
-            progress(f"starting {svc.__name__.split('.')[-1]} …")
-            svc.start(cfg)
+    for svc in selected:
+        progress(f"starting {_name(svc)} …")
+        svc.start(cfg)
     made = create_topics(cfg)
     if made:
         progress(f"created topics {', '.join(made)}")
@@ -72,7 +115,7 @@ def cmd_down(args: argparse.Namespace) -> int:
         print(f"stopped speed job {name}")
     for svc in reversed(_services()):
         if svc.stop(cfg):
-            print(f"stopped {svc.__name__.split('.')[-1]}")
+            print(f"stopped {_name(svc)}")
     return 0
 
 
@@ -105,7 +148,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--force", action="store_true", help="run Maven even if jars are cached")
     p.set_defaults(handler=cmd_setup)
     p = sub.add_parser("up", help="start the local stack (metastore, Kafka, Thrift, Airflow) and create topics")
-    p.add_argument("--only", nargs="*", help="start only these services (e.g. kafka_broker metastore)")
+    p.add_argument("--only", nargs="*", metavar="SERVICE",
+                   help="start only these services: metastore, kafka_broker, thrift_server, airflow")
     p.set_defaults(handler=cmd_up, json=False)
     p = sub.add_parser("down", help="stop speed jobs and every local service")
     p.set_defaults(handler=cmd_down)
