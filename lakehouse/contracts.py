@@ -83,11 +83,28 @@ def quarantine(p: Pipeline) -> Contract:
     )
 
 
+def partial_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
+    """Mergeable state behind the aggregates that cannot be combined from their own values: the sum
+    and count behind an ``avg``, the HyperLogLog sketch behind an ``approx_distinct``. Session
+    pipelines keep Spark's own state instead (their speed table has no partial columns)."""
+    if p.window.type == "session":
+        return ()
+    out: list[tuple[str, str]] = []
+    for a in p.aggregates:
+        if a.fn == "avg":
+            out += [(f"_sum_{a.name}", "double"), (f"_n_{a.name}", "bigint")]
+        elif a.fn == "approx_distinct":
+            out.append((f"_hll_{a.name}", "binary"))
+    return tuple(out)
+
+
 def speed(p: Pipeline, version: int = 1) -> Contract:
-    """Provisional windowed results, upserted each micro-batch; ``is_final`` once the watermark passed."""
+    """Provisional windowed results, upserted each micro-batch; ``is_final`` once the watermark passed.
+    Clustered by ``window_start`` so a micro-batch's MERGE reads only the files of recent windows."""
     return Contract(
         naming.speed_table(p.name, version),
-        (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean")),
+        (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
+         *partial_columns(p)),
         grain=p.grain, owner=p.owner,
     )
 

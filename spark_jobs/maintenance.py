@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 MIN_RETENTION_HOURS = 168
 OPS_TIME_COLUMNS = {"stream_progress": "recorded_at", "batch_runs": "staged_at", "reconciliation": "recorded_at"}
-_SPEED_CHECKPOINT = re.compile(r"^speed_v(\d+)$")
+_SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)$")
 
 
 def delta_tables(spark: SparkSession) -> list[str]:
@@ -93,7 +93,7 @@ def retired_checkpoints(cfg: TidewaterConfig, pipeline: str, active: int) -> lis
     root = naming.checkpoint_dir(cfg, pipeline, "speed", active).parent
     keep = {active, previous_version(cfg, pipeline, active)}
     out = []
-    for folder in sorted(root.glob("speed_v*")) if root.is_dir() else []:
+    for folder in sorted(root.glob("*_v*")) if root.is_dir() else []:
         match = _SPEED_CHECKPOINT.match(folder.name)
         if match and int(match.group(1)) not in keep:
             out.append(folder)

@@ -60,8 +60,8 @@ def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
 
 def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
     """A version never used before (checkpoints are never reused)."""
-    used = [int(d.name.rsplit("_v", 1)[1]) for d in (cfg.data_dir / "checkpoints" / pipeline).glob("speed_v*")
-            if d.name.rsplit("_v", 1)[1].isdigit()]
+    used = [int(d.name.rsplit("_v", 1)[1]) for d in (cfg.data_dir / "checkpoints" / pipeline).glob("*_v*")
+            if d.is_dir() and d.name.rsplit("_v", 1)[1].isdigit() and not d.name.startswith("ingest_")]
     return max([active, *used]) + 1
 
 

@@ -42,6 +42,8 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.STREAM_PROGRESS)
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
+    if stateless(p):
+        return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}
     queries: dict[str, Any] = {}
     if "ingest" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
@@ -67,6 +69,37 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
             .trigger(**trigger).start()
         )
     return queries
+
+
+STREAM = "stream"
+
+
+def stateless(p: Pipeline) -> bool:
+    """Tumbling and sliding windows run as ONE stateless query (``io.stream_batch``): Kafka read and
+    parsed once, per-window partials merged into the speed table. Session windows merge across
+    micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
+    return p.window.type != "session"
+
+
+def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                 starting_offsets: str | None, trigger: dict[str, str]) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.io.stream_batch import WATERMARK_COLUMN, StreamBatch
+    from spark_jobs.transforms.parse import classify, with_kafka_metadata
+
+    roles: list[str] = [r for r in ("ingest", "speed") if r in which]
+    checkpoint = naming.checkpoint_dir(cfg, p.name, STREAM if "ingest" in roles else "speed", version)
+    floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles)
+    records = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
+               .transform(classify(p))
+               .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
+               .withWatermark(WATERMARK_COLUMN, p.watermark))
+    return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}")
+            .foreachBatch(StreamBatch(spark, p, version, checkpoint, roles, floors))
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 
 def new_ingest_lineage_start(spark: Any, cfg: TidewaterConfig, p: Pipeline, checkpoint: Any) -> str | None:
@@ -104,7 +137,10 @@ def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: 
 
 
 def query_checkpoints(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> dict[str, tuple[int, Any]]:
-    """query -> (version, checkpoint folder) of the queries ``which``."""
+    """query -> (version, checkpoint folder) of the queries ``which`` whose progress the listener
+    records (the stateless ``stream`` query writes its own rows, with its data)."""
+    if stateless(p):
+        return {}
     versions = {q: INGEST_VERSION if q == "ingest" else version for q in which}
     return {q: (v, naming.checkpoint_dir(cfg, p.name, q, v)) for q, v in versions.items()}
 
@@ -127,7 +163,7 @@ def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list
     return handles
 
 
-def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queries: dict[str, Any],
+def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queries: dict[str, Any], which: list[str],
               starting_offsets: str | None, stopping: dict[str, bool], run_seconds: float | None) -> list[tuple[str, str]]:
     """Wait while the queries run; restart a failed query from its checkpoint (at most
     ``MAX_RESTARTS`` times each). Returns the queries that failed for good, with their errors.
@@ -152,7 +188,8 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
             first_line = (str(error).strip().splitlines() or [error.__class__.__name__])[0][:300]
             print(f"speed: query {name} failed ({first_line}); restarting it from its checkpoint "
                   f"({restarts[name]}/{MAX_RESTARTS})", file=sys.stderr, flush=True)
-            queries[name] = start_queries(spark, cfg, p, version, [name], starting_offsets)[name]
+            again = which if name == STREAM else [name]
+            queries[name] = start_queries(spark, cfg, p, version, again, starting_offsets)[name]
         time.sleep(0.5)
     return []
 
@@ -180,7 +217,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     ensure_serving_view(spark, cfg, p, version, which)
     print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
     try:
-        failed = supervise(spark, cfg, p, version, queries, starting_offsets, stopping, run_seconds)
+        failed = supervise(spark, cfg, p, version, queries, which, starting_offsets, stopping, run_seconds)
     finally:
         for q in queries.values():
             if q.isActive:

@@ -19,7 +19,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,17 +52,68 @@ def offset_log_entry(checkpoint: Path, batch_id: int) -> tuple[dict[str, Any], d
     return meta, source
 
 
-def resume_offsets(spark: SparkSession, tables: list[str], topic: str, partitions: list[int]) -> str | None:
-    """``startingOffsets`` JSON that continues after the highest offset any of ``tables`` holds for
-    ``topic`` (-2 = earliest for a partition without rows), or None if they hold nothing."""
+def held_offsets(spark: SparkSession, tables: list[str], topic: str) -> dict[str, int] | None:
+    """Partition -> the offset after the highest one any of ``tables`` holds for ``topic``, or None
+    if they hold nothing."""
     parts = " UNION ALL ".join(
         f"SELECT kafka_partition, max(kafka_offset) AS o FROM {t} WHERE kafka_topic = '{topic}' GROUP BY kafka_partition"
         for t in tables)
-    held = {int(r["kafka_partition"]): int(r["o"])
+    held = {str(r["kafka_partition"]): int(r["o"]) + 1
             for r in spark.sql(f"SELECT kafka_partition, max(o) AS o FROM ({parts}) GROUP BY kafka_partition").collect()}
-    if not held:
+    return held or None
+
+
+def resume_offsets(spark: SparkSession, tables: list[str], topic: str, partitions: list[int]) -> str | None:
+    """``startingOffsets`` JSON that continues after the highest offset any of ``tables`` holds for
+    ``topic`` (-2 = earliest for a partition without rows), or None if they hold nothing."""
+    held = held_offsets(spark, tables, topic)
+    return starting_json(topic, partitions, [held]) if held else None
+
+
+def starting_json(topic: str, partitions: list[int], floors: list[dict[str, int] | None]) -> str:
+    """Per partition the lowest of the floors (a missing floor or partition = -2, earliest)."""
+    start = {str(p): min(-2 if not f or str(p) not in f else f[str(p)] for f in floors) for p in partitions}
+    return json.dumps({topic: start})
+
+
+def last_committed_offsets(checkpoint: Path, topic: str) -> dict[str, int] | None:
+    """Partition -> next offset after the last committed micro-batch of a checkpoint."""
+    done = committed_batches(checkpoint) if not is_new(checkpoint) else []
+    if not done:
         return None
-    return json.dumps({topic: {str(p): held[p] + 1 if p in held else -2 for p in sorted(set(partitions) | set(held))}})
+    return {str(k): int(v) for k, v in offset_log_entry(checkpoint, done[-1])[1].get(topic, {}).items()}
+
+
+def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, version: int, checkpoint: Path,
+                  roles: list[str]) -> tuple[dict[str, dict[str, int] | None], str | None]:
+    """The roles' floors (partition -> first offset a role still has to process) of the ``stream``
+    query's lineage, and the ``startingOffsets`` a NEW checkpoint starts from (None: the configured
+    one). Decided once per lineage and kept beside the checkpoint (``<checkpoint>.floors.json``).
+
+    ingest: after what bronze/quarantine hold. speed: after what the version's replay checkpoint
+    committed, when the main job takes over a replayed version; otherwise the table is recomputed
+    from the start (emptied first, ``prepare_speed_table``)."""
+    from lakehouse import naming
+    from spark_jobs.io.kafka_admin import offsets
+
+    saved = checkpoint.parent / f"{checkpoint.name}.floors.json"
+    if not is_new(checkpoint) and saved.exists():
+        return json.loads(saved.read_text()), None
+    floors: dict[str, dict[str, int] | None] = {}
+    if "ingest" in roles:
+        floors["ingest"] = held_offsets(spark, [naming.table("bronze", p.name), naming.table("quarantine", p.name)], p.topic)
+    if "speed" in roles:
+        replayed = naming.checkpoint_dir(cfg, p.name, "speed", version)
+        table = naming.speed_table(p.name, version)
+        taken_over = last_committed_offsets(replayed, p.topic) if replayed != checkpoint else None
+        floors["speed"] = taken_over
+        if taken_over is None:
+            prepare_speed_table(spark, table, cfg.kafka.starting_offsets if "ingest" in roles else "earliest")
+    start = (starting_json(p.topic, sorted(offsets(cfg, p.topic)), list(floors.values()))
+             if any(floors.values()) else None)
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(floors))
+    return floors, start
 
 
 def prepare_speed_table(spark: SparkSession, table: str, starting_offsets: str) -> bool:

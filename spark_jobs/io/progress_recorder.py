@@ -105,6 +105,8 @@ class ProgressRecorder:
     def start(self) -> None:
         from pyspark.sql.streaming import StreamingQueryListener
 
+        if not self.checkpoints:  # nothing to record: the stateless stream query writes its own rows
+            return
         events, prefix = self.events, f"{self.pipeline}_"
 
         class _Listener(StreamingQueryListener):

@@ -1,0 +1,71 @@
+"""The stateless speed computation: partials of two micro-batches, folded with the MERGE's SET
+expressions, equal the shared aggregation over both (sketches: the same estimate either way)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.transforms.partials import combined, first_copies, partial_aggregate
+from spark_jobs.transforms.windows import windowed_aggregate
+
+pytestmark = pytest.mark.spark
+T0 = datetime(2026, 1, 1, 8, 0)
+
+
+def _fold(spark, p, a, b):  # type: ignore[no-untyped-def]
+    """What the MERGE does to a window both micro-batches touched (and keeps the others as they are)."""
+    grain = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
+    a.createOrReplaceTempView("t_partials")
+    b.createOrReplaceTempView("s_partials")
+    both = ", ".join(f"{expr} AS {col}" for col, expr in combined(p).items())
+    keys = ", ".join(f"t.`{k}`" for k in p.grain)
+    joined = spark.sql(f"SELECT {keys}, {both} FROM t_partials t JOIN s_partials s ON {grain}")
+    only = [spark.sql(f"SELECT * FROM {x} t WHERE NOT EXISTS (SELECT 1 FROM {y} s WHERE {grain})")
+            for x, y in (("t_partials", "s_partials"), ("s_partials", "t_partials"))]
+    cols = [c.strip("`") for c in joined.columns]
+    return joined.unionByName(only[0].select(*cols)).unionByName(only[1].select(*cols))
+
+
+def test_sliding_windows_with_sketches_fold_exactly(spark) -> None:  # type: ignore[no-untyped-def]
+    p = load_pipeline("lift_rides")
+    rows = [(f"e{i}", f"lift-{i % 3}", f"skier-{(i * 7) % 23}", T0 + timedelta(seconds=37 * i)) for i in range(120)]
+    schema = "event_id string, lift_id string, skier_id string, event_time timestamp"
+    a, b = (spark.createDataFrame(part, schema) for part in (rows[:70], rows[70:]))
+    folded = {(r.lift_id, r.window_start): (r.ride_count, r.distinct_skiers) for r in _fold(
+        spark, p, a.transform(partial_aggregate(p)), b.transform(partial_aggregate(p))).collect()}
+    whole = a.unionByName(b).transform(windowed_aggregate(p, streaming=False)).collect()
+    assert set(folded) == {(r.lift_id, r.window_start) for r in whole}
+    for r in whole:
+        count, distinct = folded[(r.lift_id, r.window_start)]
+        assert count == r.ride_count
+        assert distinct == r.distinct_skiers  # 23 skiers at most: the sketch is exact at this size
+
+
+def test_tumbling_averages_fold_from_sums_and_counts(spark) -> None:  # type: ignore[no-untyped-def]
+    p = load_pipeline("sensor_readings")
+    rows = [(f"e{i}", f"s{i % 2}", float(i % 9) - 3.5, T0 + timedelta(seconds=11 * i)) for i in range(40)]
+    schema = "event_id string, sensor_id string, temperature double, event_time timestamp"
+    a, b = (spark.createDataFrame(part, schema) for part in (rows[::2], rows[1::2]))
+    folded = {(r.sensor_id, r.window_start): r for r in _fold(
+        spark, p, a.transform(partial_aggregate(p)), b.transform(partial_aggregate(p))).collect()}
+    for r in a.unionByName(b).transform(windowed_aggregate(p, streaming=False)).collect():
+        got = folded[(r.sensor_id, r.window_start)]
+        assert (got.event_count, got.min_temperature, got.max_temperature) == (
+            r.event_count, r.min_temperature, r.max_temperature)
+        assert got.avg_temperature == pytest.approx(r.avg_temperature)
+        assert got.max_event_time == r.max_event_time
+
+
+def test_first_copies_apply_the_arrival_rule_against_history(spark) -> None:  # type: ignore[no-untyped-def]
+    p = load_pipeline("sensor_readings")
+    schema = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint"
+    history = spark.createDataFrame([("a", T0, 0, 1), ("b", T0 + timedelta(seconds=5), 1, 9)], schema)
+    batch = spark.createDataFrame([
+        ("a", T0 + timedelta(seconds=9), 2, 1),    # re-sent: an earlier copy exists -> dropped
+        ("b", T0 + timedelta(seconds=5), 0, 3),    # same arrival ms, lower partition -> the first copy
+        ("c", T0 + timedelta(seconds=9), 3, 4), ("c", T0 + timedelta(seconds=9), 3, 5)], schema)  # in-batch dup
+    kept = first_copies(p, batch, history.unionByName(batch)).collect()
+    assert sorted((r.event_id, r.kafka_partition, r.kafka_offset) for r in kept) == [("b", 0, 3), ("c", 3, 4)]
