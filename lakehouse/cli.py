@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "lakehouse.commands.produce",    # produce
     "lakehouse.commands.speed",      # speed start|stop|status|run
     "lakehouse.commands.layers",     # batch, replay, reconcile, sql
+    "lakehouse.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
     "lakehouse.commands.quality",    # check
     "lakehouse.commands.bench",      # bench
 )

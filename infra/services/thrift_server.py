@@ -5,6 +5,17 @@ Spark settings as every job (``session_conf``: Delta, jars, Derby metastore, war
 ``serving.<p>`` and every layer table are visible by name. JDBC URL:
 ``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
 
+Class path: the Delta and Kafka jars go on the driver's own class path (``--driver-class-path``),
+not only in ``spark.jars``. ``spark.jars`` puts them in a child class loader that HiveServer2's
+session and statement threads do not use: the Hive JDBC driver (a database in the URL) failed with
+``Cannot find catalog plugin class ... DeltaCatalog``, and queries after a Delta commit failed with
+``NoClassDefFoundError: org/apache/spark/sql/delta/actions/Protocol$$anonfun$1`` (tests/integration/
+test_jdbc.py reproduces both). ``spark.jars`` stays for executors on a non-local master; the child
+loader delegates to its parent first, so each class still has one definition.
+
+Secrets: settings that hold a password (the metastore's) go in ``<data_dir>/secrets/
+thrift_server.properties`` (mode 0600, ``--properties-file``), never on the command line.
+
 Authentication: ``hive.server2.authentication=NOSASL``, with the listener bound to 127.0.0.1 only
 (``hive.server2.thrift.bind.host``), so only local users reach it; no password exists, hence none
 is defaulted. Put an authenticating proxy in front before exposing it beyond loopback.
@@ -12,6 +23,7 @@ is defaulted. Put an authenticating proxy in front before exposing it beyond loo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from infra.services.process import ManagedProcess, port_open, wait_until
@@ -37,20 +49,47 @@ def jdbc_url(cfg: TidewaterConfig) -> str:
     return f"jdbc:hive2://{cfg.thrift.host}:{cfg.thrift.port}/default;auth=noSasl"
 
 
-def command(cfg: TidewaterConfig) -> list[str]:
+def driver_class_path(conf: dict[str, str]) -> str:
+    """The session's driver class path (the Derby client) plus every jar of ``spark.jars``."""
+    entries = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e]
+    entries += [j for j in conf.get("spark.jars", "").split(",") if j and j not in entries]
+    return os.pathsep.join(entries)
+
+
+def properties_file(cfg: TidewaterConfig) -> Path:
+    return naming.secrets_dir(cfg) / "thrift_server.properties"
+
+
+def _write_properties(path: Path, conf: dict[str, str]) -> None:
+    def escape(value: str) -> str:  # java.util.Properties syntax
+        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return "\\" + value if value[:1].isspace() else value
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.writelines(f"{key}={escape(value)}\n" for key, value in conf.items())
+    os.chmod(path, 0o600)
+
+
+def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
+    """spark-submit's argv, and the settings kept off it (passwords: for ``properties_file``)."""
     from lakehouse.spark_session import session_conf
 
     conf = session_conf(cfg, "tidewater-thrift-server")
+    class_path = driver_class_path(conf)
+    conf.pop("spark.driver.extraClassPath", None)
+    secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
     argv = [str(spark_submit()), "--class", MAIN_CLASS, "--name", conf.pop("spark.app.name"),
             "--master", conf.pop("spark.master"), "--driver-memory", conf.pop("spark.driver.memory"),
-            "--driver-class-path", conf.pop("spark.driver.extraClassPath")]
+            "--driver-class-path", class_path, "--properties-file", str(properties_file(cfg))]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     argv.append("spark-internal")
     for key, value in (("hive.server2.thrift.bind.host", cfg.thrift.host), ("hive.server2.thrift.port", str(cfg.thrift.port)),
                        ("hive.server2.authentication", AUTH), ("hive.server2.transport.mode", "binary")):
         argv += ["--hiveconf", f"{key}={value}"]
-    return argv
+    return argv, secret
 
 
 def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
@@ -62,11 +101,11 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
                            "binds to loopback only: set thrift.host to 127.0.0.1")
     if port_open(cfg.thrift.host, cfg.thrift.port):
         raise ServiceError(f"thrift: port {cfg.thrift.port} is already in use; set thrift.port or TIDEWATER_THRIFT_PORT")
-    import os
-
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", "python3"),
            "SPARK_LOG_DIR": str(naming.logs_dir(cfg)), "SPARK_PID_DIR": str(naming.run_dir(cfg))}
-    pid = proc.start(command(cfg), env=env, cwd=cfg.data_dir)
+    argv, secret = command(cfg)
+    _write_properties(properties_file(cfg), secret)
+    pid = proc.start(argv, env=env, cwd=cfg.data_dir)
     if not wait_until(lambda: healthy(cfg) or not proc.running(), timeout, interval=1) or not proc.running():
         raise ServiceError(f"thrift: the Thrift server did not start; log {proc.log_file}:\n{proc.tail(15)}")
     return pid
