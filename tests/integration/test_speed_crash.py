@@ -126,8 +126,10 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     from spark_jobs.io.lineage import committed_batches
 
     progress = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == PIPELINE]
+    committed = committed_batches(checkpoint_dir(cfg, PIPELINE, "stream", 1))  # one query, both roles
+    print(f"committed micro-batches: {committed}")
     for query in ("ingest", "speed"):
         ids = sorted(r["batch_id"] for r in progress if r["query"] == query)
-        assert ids == committed_batches(checkpoint_dir(cfg, PIPELINE, query, 1)), f"{query}: {ids}"
+        assert ids == committed, f"{query}: {ids}"
     measured = [r["rows_dropped_by_watermark"] for r in progress if r["query"] == "speed" and r["run_id"] != "recovered"]
     assert measured and sum(measured) == 0, "no event of this run is behind the watermark"
