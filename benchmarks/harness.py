@@ -63,6 +63,17 @@ def run_scenario(number: int, context: dict[str, Any]) -> ScenarioResult:
     return result
 
 
+def git_facts() -> dict[str, Any]:
+    """The commit measured, and whether the working tree differed from it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=RESULTS.parent.parent, capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--", ".", ":!benchmarks/results"))}
+
+
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
                    keep_data: bool = False) -> dict[str, Any]:
     from benchmarks.stack import isolated_stack
@@ -72,7 +83,7 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     chosen = sorted(scenarios or SCENARIOS)
     started_at = datetime.now(UTC)
     run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "size": sizes.as_dict(),
-                           "scenarios_requested": chosen, "machine": machine_facts()}
+                           "scenarios_requested": chosen, "machine": machine_facts(), "git": git_facts()}
     with isolated_stack(keep=keep_data) as cfg:
         spark = get_spark(cfg, "tidewater-bench")
         context: dict[str, Any] = {"cfg": cfg, "spark": spark, "sizes": sizes, "results": {},

@@ -31,7 +31,9 @@ def markdown(run: dict[str, Any], charts: list[str]) -> str:
     m = run["machine"]
     lines = [f"# Tidewater benchmark run {run['started_at']} ({run['size']['name']} size)", "",
              f"Machine: {m['cores']} cores, {m['memory_gib']} GiB, load average at start {m['load_avg_at_start']}, "
-             f"Python {m['python']}, {m['java']}, versions {m['versions']}.", "",
+             f"Python {m['python']}, {m['java']}, versions {m['versions']}.",
+             f"Code: git commit {(run.get('git') or {}).get('commit')}"
+             f"{' with uncommitted changes' if (run.get('git') or {}).get('dirty') else ''}.", "",
              "| # | scenario | status | ratios | key figures | checks passed | seconds |",
              "|---|---|---|---|---|---|---|"]
     for r in run["results"]:

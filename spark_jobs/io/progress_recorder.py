@@ -125,7 +125,8 @@ class ProgressRecorder:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=60)
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
         self.flush()
         if self._listener is not None:
             self.spark.streams.removeListener(self._listener)

@@ -66,29 +66,42 @@ class StreamBatch:
         from spark_jobs.io.delta_io import idempotent_append
         from spark_jobs.transforms.parse import quarantined, valid_events
 
-        started = time.monotonic()
+        started = self.mark = time.monotonic()
+        self.steps: dict[str, float] = {}
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
-        df = df.drop(WATERMARK_COLUMN).persist()
+        # the raw text is kept only where quarantine needs it: a smaller cache for every later step
+        df = df.drop(WATERMARK_COLUMN).withColumn(
+            "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
         try:
             rows: dict[str, tuple[int, int, int | None]] = {}
             if "ingest" in self.roles:
                 mine = from_floor(df, self.floors.get("ingest"))
                 n, bad = mine.agg(F.count(F.lit(1)), F.count("reason_code")).collect()[0]
+                self.step("parse")
                 idempotent_append(valid_events(mine).withColumn("event_date", F.to_date("event_time")),
                                   naming.table("bronze", self.p.name), self.app("bronze"), batch_id)
+                self.step("bronze")
                 if bad:  # an empty append would still cost a commit
                     idempotent_append(quarantined(mine), naming.table("quarantine", self.p.name),
                                       self.app("quarantine"), batch_id)
+                    self.step("quarantine")
                 rows["ingest"] = (naming.INGEST_VERSION, int(n), None)
             if "speed" in self.roles:
                 mine = from_floor(df, self.floors.get("speed"))
                 n, late = self.speed(mine, batch_id, wm)
                 rows["speed"] = (self.version, n, late)
             self.record(batch_id, meta, end, wm, rows, started)
+            self.step("ops")
+            print(f"stream: batch {batch_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in self.steps.items()), flush=True)
         finally:
             df.unpersist()
+
+    def step(self, name: str) -> None:
+        now = time.monotonic()
+        self.steps[name] = now - self.mark
+        self.mark = now
 
     def speed(self, records: Any, batch_id: int, wm: datetime | None) -> tuple[int, int]:
         """Fold the micro-batch's on-time first copies into the speed table; returns (records, late)."""
@@ -102,6 +115,7 @@ class StreamBatch:
         stats = records.agg(F.count(F.lit(1)).alias("n"), F.sum((valid & late_if).cast("int")).alias("late"),
                             F.min(F.when(valid & ~late_if, F.col("event_time"))).alias("lo"),
                             F.max(F.when(valid, F.col("event_time"))).alias("hi")).collect()[0]
+        self.step("stats")
         n, late = int(stats["n"]), int(stats["late"] or 0)
         lo: datetime | None = as_utc(stats["lo"]) if stats["lo"] is not None else None
         hi: datetime | None = as_utc(stats["hi"]) if stats["hi"] is not None else None
@@ -118,8 +132,10 @@ class StreamBatch:
             on_time.select(self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset"))
         partials = first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
-        self.merge(partials, batch_id, lo, wm_after)
+        self.merge(partials, batch_id, lo, wm_after)  # Delta materializes the source once
+        self.step("merge")
         self.finalize(wm_after)
+        self.step("finalize")
         return n, late
 
     def merge(self, partials: Any, batch_id: int, lo: datetime, wm_after: datetime) -> None:
@@ -143,8 +159,8 @@ class StreamBatch:
             (DeltaTable.forName(self.spark, self.table).alias("t").merge(source.alias("s"), cond)
              .whenMatchedUpdate(set=update).whenNotMatchedInsert(values=insert).execute())
         finally:
-            self.spark.conf.unset(TXN_APP_CONF)
-            self.spark.conf.unset(TXN_VERSION_CONF)
+            for conf in (TXN_APP_CONF, TXN_VERSION_CONF):
+                self.spark.conf.unset(conf)
 
     def finalize(self, wm: datetime) -> None:
         """Mark windows the watermark has passed, once per window boundary it crosses (idempotent)."""

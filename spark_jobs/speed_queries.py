@@ -1,0 +1,110 @@
+"""The speed job's streaming queries, built from a pipeline definition (``spark_jobs.speed`` runs them).
+
+Tumbling and sliding windows: ONE stateless ``stream`` query (``io.stream_batch``). Session windows:
+an ``ingest`` query and a stateful ``speed`` query (Spark's ``session_window``). A new checkpoint is a
+new lineage; what it does with tables that already hold rows is decided in ``io.lineage``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import Pipeline
+
+INGEST_VERSION = naming.INGEST_VERSION
+
+
+def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                  starting_offsets: str | None = None) -> dict[str, Any]:
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.io.speed_sinks import SpeedMerge, ingest_writer
+    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+    from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
+
+    contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
+                     contracts.STREAM_PROGRESS)
+    trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
+    if stateless(p):
+        return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}
+    queries: dict[str, Any] = {}
+    if "ingest" in which:
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
+        start = new_ingest_lineage_start(spark, cfg, p, checkpoint) or starting_offsets
+        classified = read_stream(spark, cfg, p.topic, start).transform(with_kafka_metadata).transform(classify(p))
+        queries["ingest"] = (
+            classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
+            .foreachBatch(ingest_writer(p, checkpoint))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(**trigger).start()
+        )
+    if "speed" in which:
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
+        table = naming.speed_table(p.name, version)
+        new_speed_lineage(spark, table, checkpoint, starting_offsets or cfg.kafka.starting_offsets)
+        events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
+        windows = (valid_events(events).transform(with_watermark_dedup(p))
+                   .transform(windowed_aggregate(p, streaming=True)))
+        queries["speed"] = (
+            windows.writeStream.queryName(f"{p.name}_speed_v{version}")
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(**trigger).start()
+        )
+    return queries
+
+
+STREAM = "stream"
+
+
+def stateless(p: Pipeline) -> bool:
+    """Tumbling and sliding windows run as ONE stateless query (``io.stream_batch``): Kafka read and
+    parsed once, per-window partials merged into the speed table. Session windows merge across
+    micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
+    return p.window.type != "session"
+
+
+def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                 starting_offsets: str | None, trigger: dict[str, str]) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.io.stream_batch import WATERMARK_COLUMN, StreamBatch
+    from spark_jobs.transforms.parse import classify, with_kafka_metadata
+
+    roles: list[str] = [r for r in ("ingest", "speed") if r in which]
+    checkpoint = naming.checkpoint_dir(cfg, p.name, STREAM if "ingest" in roles else "speed", version)
+    floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles)
+    records = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
+               .transform(classify(p))
+               .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
+               .withWatermark(WATERMARK_COLUMN, p.watermark))
+    return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}")
+            .foreachBatch(StreamBatch(spark, p, version, checkpoint, roles, floors))
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
+
+
+def new_ingest_lineage_start(spark: Any, cfg: TidewaterConfig, p: Pipeline, checkpoint: Any) -> str | None:
+    """A new ingest checkpoint over non-empty bronze/quarantine resumes after their last offsets."""
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_admin import offsets
+
+    if not lineage.is_new(checkpoint):
+        return None
+    tables = [naming.table("bronze", p.name), naming.table("quarantine", p.name)]
+    start = lineage.resume_offsets(spark, tables, p.topic, sorted(offsets(cfg, p.topic)))
+    if start:
+        print(f"speed: new ingest lineage at {checkpoint}: resuming after the offsets bronze/quarantine hold: "
+              f"{start}", file=sys.stderr, flush=True)
+    return start
+
+
+def new_speed_lineage(spark: Any, table: str, checkpoint: Any, starting_offsets: str) -> None:
+    from spark_jobs.io import lineage
+
+    if lineage.is_new(checkpoint) and lineage.prepare_speed_table(spark, table, starting_offsets):
+        print(f"speed: new speed lineage at {checkpoint}: emptied {table}, recomputing it from the "
+              "earliest offsets", file=sys.stderr, flush=True)
