@@ -57,8 +57,8 @@ def test_window_suite_checks_min_avg_max_and_window_order(spark, cfg) -> None:  
     contracts.ensure(spark, contract)
     t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     t1 = t0 + timedelta(minutes=1)
-    rows = [("s-1", t0, t1, 2, 20.0, 19.0, 21.0, t1, t1, 0, True),
-            ("s-2", t1, t0, 0, 25.0, 26.0, 24.0, t1, t1, 0, True)]  # reversed window, count 0, min > avg > max
+    rows = [("s-1", t0, t1, 2, 20.0, 19.0, 21.0, t1, t1, 0, True, 40.0, 2),  # + the avg's sum and count
+            ("s-2", t1, t0, 0, 25.0, 26.0, 24.0, t1, t1, 0, True, 0.0, 0)]  # reversed window, count 0, min > avg > max
     schema = ", ".join(f"`{c}` {t}" for c, t in contract.columns)
     spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
     out = validate_table(cfg, PIPELINE, "speed", contract.name, spark=spark, build_docs=False)
