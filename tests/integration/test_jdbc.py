@@ -181,7 +181,8 @@ def test_sequential_and_concurrent_clients_zero_failures(spark, cfg, thrift) -> 
                 if got != [(want,)]:
                     failures.append(f"{sql}: {got}")
             except Exception as exc:  # noqa: BLE001 - every failure is counted, none may happen
-                failures.append(f"{sql}: {type(exc).__name__}: {str(exc)[:300]}")
+                status = getattr(exc.args[0], "status", None) if exc.args else None  # pyhive: the server's answer
+                failures.append(f"{sql}: {type(exc).__name__}: {getattr(status, 'errorMessage', None) or str(exc)[:300]}")
         return failures
 
     failures = client(0, 20)
