@@ -28,6 +28,7 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:
 def stage_line(run: dict[str, Any]) -> str:
     """The last stdout line of ``--stage-only`` (Airflow reads it)."""
     return json.dumps({"run_id": run["run_id"], "staging_table": naming.staging_table("batch", run["pipeline"]),
-                       "windows": run["windows_written"], "cutoff": run["cutoff"].isoformat(sep=" ")})
+                       "windows": run["windows_written"], "cutoff": as_utc(run["cutoff"]).isoformat(sep=" ")})
 
 
 def main(argv: list[str] | None = None) -> None:

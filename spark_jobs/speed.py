@@ -52,11 +52,12 @@ def query_checkpoints(cfg: TidewaterConfig, p: Pipeline, version: int, which: li
 
 def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list[str]) -> list[Any]:
     """One copy of each query, whoever starts it: exclusive flocks held for the process's life."""
+    from spark_jobs.locks import lock_path
+
     handles = []
     for query in sorted(which):
         v = INGEST_VERSION if query == "ingest" else version
-        path = naming.run_dir(cfg) / f"lock-{pipeline}-{query}-v{v}"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = lock_path(cfg, f"{pipeline}-{query}-v{v}")
         handle = open(path, "w")  # noqa: SIM115 - held open for the process lifetime
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
