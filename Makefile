@@ -28,7 +28,7 @@ system-deps: ## Install Debian packages the stack needs if missing (Java 17, Mav
 	@bash infra/install_system_deps.sh
 
 demo: setup ## Bring the local stack up and run the demo (produce -> speed -> batch -> serving -> reconcile)
-	@$(BIN)/python -m lakehouse.demo
+	@$(BIN)/python -m tidewater.demo
 
 up: setup ## Start the local stack (metastore, Kafka, Thrift server, Airflow)
 	@$(BIN)/tidewater up
@@ -45,9 +45,10 @@ test: setup ## Install everything and run the whole test suite (unit, spark, int
 test-fast: setup ## Unit and Spark tests only
 	@$(BIN)/pytest -m "unit or spark" $(PYTEST_ARGS)
 
-lint: setup ## ruff + mypy
+lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and services > lakehouse)
 	@$(BIN)/ruff check .
-	@$(BIN)/mypy lakehouse spark_jobs infra expectations
+	@$(BIN)/mypy tidewater lakehouse spark_jobs infra expectations
+	@$(BIN)/lint-imports
 
 bench: setup ## Full benchmark run, Flink peer included (74 min on 2 cores; writes benchmarks/results/)
 	@$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"

@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import functions as F
 
     from benchmarks.progress import reached
+    from infra.spark_session import get_spark
     from lakehouse.config import load_config
-    from lakehouse.spark_session import get_spark
 
     cfg = load_config()
     spark = get_spark(cfg, "bench-baseline")

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import DOUBLE_TOLERANCE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -88,10 +89,10 @@ def table_totals(spark: SparkSession, table_sql: str, where: str = "true") -> di
 
 
 def compare_totals(expected: dict[str, float], actual: dict[str, float], label: str) -> list[dict[str, Any]]:
-    """One check per total; floating sums compared with a 1e-9 relative tolerance."""
+    """One check per total; floating sums compared with the ``DOUBLE_TOLERANCE`` relative tolerance."""
     checks = []
     for key in TOTALS:
         e, a = expected[key], actual[key]
-        ok = abs(e - a) <= 1e-9 * max(1.0, abs(e)) if key.startswith("sum") else e == a
+        ok = abs(e - a) <= DOUBLE_TOLERANCE * max(1.0, abs(e)) if key.startswith("sum") else e == a
         checks.append({"name": f"{label}: {key}", "expected": e, "actual": a, "ok": bool(ok)})
     return checks

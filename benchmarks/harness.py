@@ -77,7 +77,7 @@ def git_facts() -> dict[str, Any]:
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
                    keep_data: bool = False) -> dict[str, Any]:
     from benchmarks.stack import isolated_stack
-    from lakehouse.spark_session import get_spark
+    from infra.spark_session import get_spark
 
     sizes = SIZES[size]
     chosen = sorted(scenarios or SCENARIOS)

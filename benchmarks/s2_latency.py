@@ -114,9 +114,10 @@ def batch_stats(cfg: TidewaterConfig, since: float, until: float) -> dict[str, A
 
 
 def _require_running(cfg: TidewaterConfig) -> None:
-    from lakehouse.commands.speed import speed_process
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.speed_control import speed_process
 
-    proc = speed_process(cfg, PIPELINE)
+    proc = speed_process(cfg, load_pipeline(PIPELINE, cfg.pipelines))
     if not proc.running():
         raise RuntimeError(f"the speed job exited; log {proc.log_file}: "
                            + " | ".join(line for line in proc.tail(200).splitlines() if "speed:" in line)[-400:])
@@ -155,9 +156,9 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int) -> t
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from lakehouse.commands.speed import start_speed, stop_speed
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
+    from spark_jobs.speed_control import start_speed, stop_speed
 
     res = ScenarioResult(2, "End-to-end latency")
     p = load_pipeline(PIPELINE, cfg.pipelines)
@@ -167,7 +168,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                     "seconds_per_rate": sizes.latency_seconds, "poll_interval_s": POLL_S,
                     "measured_table": naming.speed_table(PIPELINE)}
     try:
-        start_speed(cfg, PIPELINE, 1)
+        start_speed(cfg, p, 1)
         target = {part: end for part, (_, end) in offsets(cfg, p.topic).items()}
         deadline = time.time() + 600
         while sum(target.values()) and not _caught_up(cfg, p.topic, target) and time.time() < deadline:
@@ -183,7 +184,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                                  "(it shares the cores with the speed job)")
             res.check(f"{rate}/s: every produced event visible", metrics["events"], metrics["visible_at_end"])
     finally:
-        stop_speed(cfg, PIPELINE)
+        stop_speed(cfg, p)
     table = naming.speed_table(PIPELINE)
     for rate, windows in all_windows.items():
         row = spark.sql(f"SELECT count(*), sum(min_temperature), sum(max_temperature) FROM {table} "

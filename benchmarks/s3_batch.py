@@ -20,6 +20,7 @@ from benchmarks.sizes import Sizes
 from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import DOUBLE_TOLERANCE
 
 PIPELINE = "sensor_readings"
 DUCK_SQL = """
@@ -30,7 +31,7 @@ FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY kafka_partitio
 
 
 def batch_missing() -> str | None:
-    why = not_landed('spark_jobs/batch.py', 'spark_jobs/batch_runs.py', 'lakehouse/serving.py')
+    why = not_landed('spark_jobs/batch.py', 'spark_jobs/batch_runs.py', 'spark_jobs/serving.py')
     if why:
         return f"the batch layer has not landed: {why}"
     try:
@@ -59,10 +60,10 @@ def compare_with_duckdb(cfg: TidewaterConfig, con: Any, cutoff: Any, label: str)
     con.execute("CREATE OR REPLACE TABLE dk AS SELECT * FROM duck WHERE window_start + INTERVAL 1 minute <= ?",
                 [cutoff])
     n_batch, n_duck = con.execute("SELECT (SELECT count(*) FROM bt), (SELECT count(*) FROM dk)").fetchone()
-    diff = con.execute("""SELECT count(*) FROM bt FULL OUTER JOIN dk USING (sensor_id, window_start)
+    diff = con.execute(f"""SELECT count(*) FROM bt FULL OUTER JOIN dk USING (sensor_id, window_start)
         WHERE bt.event_count IS DISTINCT FROM dk.event_count OR bt.min_temperature IS DISTINCT FROM dk.min_temperature
            OR bt.max_temperature IS DISTINCT FROM dk.max_temperature
-           OR abs(bt.avg_temperature - dk.avg_temperature) > 1e-9 * greatest(1, abs(dk.avg_temperature))
+           OR abs(bt.avg_temperature - dk.avg_temperature) > {DOUBLE_TOLERANCE} * greatest(1, abs(dk.avg_temperature))
            OR bt.avg_temperature IS NULL OR dk.avg_temperature IS NULL""").fetchone()[0]
     return [{"name": f"{label}: batch windows == DuckDB windows (<= cutoff)", "expected": n_duck, "actual": n_batch,
              "ok": n_duck == n_batch and n_duck > 0},

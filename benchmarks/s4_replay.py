@@ -23,12 +23,13 @@ from benchmarks.sizes import Sizes
 from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import DOUBLE_TOLERANCE
 
 PIPELINE = "sensor_readings"
 
 
 def replay_missing() -> str | None:
-    why = not_landed('spark_jobs/replay.py', 'lakehouse/serving.py')
+    why = not_landed('spark_jobs/replay.py', 'spark_jobs/serving.py')
     if why:
         return f"Kappa replay has not landed: {why}"
     try:
@@ -47,10 +48,10 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     if "catchup" not in context:
         return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
     from lakehouse.pipeline import load_pipeline
-    from lakehouse.serving import refresh_view
     from spark_jobs import replay
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
     from spark_jobs.io.ops_reader import read_rows
+    from spark_jobs.serving import refresh_view
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)
@@ -79,7 +80,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         f"SELECT count(*) FROM {v1} o LEFT JOIN {table} n ON o.sensor_id = n.sensor_id AND o.window_start = "
         "n.window_start WHERE n.sensor_id IS NULL OR o.event_count != n.event_count OR o.min_temperature != "
         "n.min_temperature OR o.max_temperature != n.max_temperature OR abs(o.avg_temperature - n.avg_temperature) "
-        "> 1e-9 * greatest(1.0, abs(o.avg_temperature))").collect()[0][0]
+        f"> {DOUBLE_TOLERANCE} * greatest(1.0, abs(o.avg_temperature))").collect()[0][0]
     res.check("every v1 window is identical in the replayed version", 0, int(differ))
     res.ratios = {"replay/catch-up(1a)": ratio(eps, (context.get("catchup") or {}).get("a_events_per_s"))}
     res.notes.append("the replay runs the speed query alone (no ingest), scenario 1a runs ingest + speed")

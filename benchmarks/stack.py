@@ -39,7 +39,7 @@ def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
         kafka_broker.start(cfg)
         yield cfg
     finally:
-        from lakehouse.commands.speed import stop_all_speed
+        from spark_jobs.speed_control import stop_all_speed
 
         stop_all_speed(cfg)
         for module in ("infra.services.thrift_server",):

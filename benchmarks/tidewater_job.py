@@ -42,9 +42,9 @@ def main(argv: list[str] | None = None) -> None:
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
 
     from benchmarks.progress import reached
+    from infra.spark_session import get_spark
     from lakehouse.config import load_config
     from lakehouse.pipeline import load_pipeline
-    from lakehouse.spark_session import get_spark
     from spark_jobs.io.progress_recorder import ProgressRecorder
     from spark_jobs.speed import acquire_locks, query_checkpoints, start_queries
 

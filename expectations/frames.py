@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lakehouse import naming
@@ -42,30 +41,19 @@ def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: st
                                  "bronze_rows bigint, quarantine_rows bigint, quarantine_rate double")
 
 
-def last_published_cutoff(cfg: TidewaterConfig, pipeline: str) -> datetime | None:
-    """Cutoff of the newest published batch run (``ops.batch_runs``), or None."""
-    from spark_jobs.io.ops_reader import read_rows
-
-    rows = [r for r in read_rows(cfg, naming.ops_table("batch_runs"))
-            if r.get("pipeline") == pipeline and r.get("status") == "published" and r.get("cutoff")]
-    if not rows:
-        return None
-    cutoff = max(rows, key=lambda r: r.get("published_at") or r["cutoff"])["cutoff"]
-    return cutoff.to_pydatetime() if hasattr(cutoff, "to_pydatetime") else cutoff  # pyarrow may give pandas
-
-
 def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from lakehouse.commands.speed import active_version_file
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.batch_runs import published_cutoff
 
-    cutoff = last_published_cutoff(cfg, p.name)
+    cutoff = published_cutoff(spark, p.name)
     grain = list(p.grain)
     serving = spark.table(serving_table).select(*grain)
     expected = None
     if cutoff is not None and cfg.mode != "kappa" and _exists(spark, naming.table("batch", p.name)):
         expected = spark.table(naming.table("batch", p.name)).where(F.col("window_end") <= F.lit(cutoff)).select(*grain)
-    speed_name = naming.speed_table(p.name, active_version_file(cfg, p.name))
+    speed_name = naming.speed_table(p.name, active_version(cfg, p.name))
     if _exists(spark, speed_name):
         speed = spark.table(speed_name)
         if cutoff is not None and cfg.mode != "kappa":

@@ -15,6 +15,7 @@ from typing import Any
 from expectations.context import docs_index, runtime_context
 from expectations.suites import KINDS, suite_name
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import MAX_EVENT_AHEAD_SECONDS
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 
@@ -75,7 +76,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
     p = pipeline if isinstance(pipeline, Pipeline) else load_pipeline(pipeline, cfg.pipelines)
     if spark is None:
-        from lakehouse.spark_session import get_spark
+        from infra.spark_session import get_spark
 
         spark = get_spark(cfg, f"tidewater-check-{p.name}")
     if not spark.catalog.tableExists(table):
@@ -115,7 +116,7 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(name=f"check.{name}", validation_definitions=[validation], actions=actions))
     result = checkpoint.run(batch_parameters={"dataframe": df},
-                            expectation_parameters={"max_event_ms": int((time.time() + 86_400) * 1000)})
+                            expectation_parameters={"max_event_ms": int((time.time() + MAX_EVENT_AHEAD_SECONDS) * 1000)})
     for run in result.run_results.values():
         for res in run.results:
             outcome.evaluated += 1

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakehouse.contracts import MIN_EVENT_MS
 from lakehouse.pipeline import Pipeline
 
 KINDS = ("bronze", "quarantine", "speed", "batch", "staging", "serving")
 SUITE_KINDS = (*KINDS, "serving_gap")
-MIN_EVENT_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
 DEFAULT_MAX_QUARANTINE_RATE = 0.05
 
 

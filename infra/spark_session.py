@@ -19,8 +19,6 @@ from lakehouse.errors import ServiceError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-LAYER_DATABASES = ("bronze", "quarantine", "speed", "batch", "serving", "ops")
-
 
 def spark_jars() -> list[str]:
     folder = naming.jars_dir("spark")
@@ -101,7 +99,7 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
 
 def ensure_databases(spark: SparkSession) -> None:
     existing = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
-    for db in LAYER_DATABASES:
+    for db in naming.LAYERS:
         if db not in existing:
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
 

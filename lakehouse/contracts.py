@@ -1,6 +1,6 @@
 """Table contracts: schema, grain (keys), partitioning and owner of every table, in one place.
 
-Tables are created with ``CREATE TABLE IF NOT EXISTS`` so every job can call ``ensure_*``.
+Tables are created with ``CREATE TABLE IF NOT EXISTS`` so every job can call ``ensure(spark, ...)``.
 The contract is also stored in the table properties (``tidewater.grain``, ``tidewater.owner``)
 so a BI user can read it with ``SHOW TBLPROPERTIES``.
 """
@@ -15,6 +15,13 @@ from lakehouse.pipeline import FIELD_TYPES, Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+# Event-time bounds: earlier is IMPOSSIBLE_TIMESTAMP (parser) and fails the bronze suite; the bronze
+# suite also rejects event times more than one day after the validation run.
+MIN_EVENT_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
+MAX_EVENT_AHEAD_SECONDS = 86_400
+# Relative tolerance of double aggregates: a batch value within it of the speed value is the same number.
+DOUBLE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,11 @@ def window_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
     keys = tuple((k, FIELD_TYPES[p.schema[k]]) for k in p.keys)
     aggs = tuple((a.name, aggregate_type(p, a.fn, a.column)) for a in p.aggregates)
     return (*keys, ("window_start", "timestamp"), ("window_end", "timestamp"), *aggs, ("max_event_time", "timestamp"))
+
+
+def result_columns(p: Pipeline) -> list[str]:
+    """Columns of a windowed result (speed, batch and serving rows), in order: grain, aggregates, max_event_time."""
+    return [c for c, _ in window_columns(p)]
 
 
 def bronze(p: Pipeline) -> Contract:

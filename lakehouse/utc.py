@@ -9,7 +9,7 @@ therefore shifted by the host's UTC offset unless the process's local zone is UT
 The rules, each owned here:
 
 * :func:`pin_process_to_utc` makes the Python process's local zone UTC before the first Spark
-  session exists (``lakehouse.spark_session.get_spark`` calls it); the driver JVM gets
+  session exists (``infra.spark_session.get_spark`` calls it); the driver JVM gets
   ``-Duser.timezone=UTC``. Children keep the host's ``TZ`` in their environment and pin themselves.
 * :func:`sql_timestamp` writes an instant as a literal with an explicit ``+00:00`` offset, so the
   literal means the same instant whatever the session zone.

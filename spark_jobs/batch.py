@@ -160,8 +160,8 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 
 def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
     """MERGE, ledger, run status, serving view."""
-    from lakehouse.serving import refresh_view
     from spark_jobs.reconcile_job import record_ledger
+    from spark_jobs.serving import refresh_view
 
     run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
@@ -212,9 +212,9 @@ def stage_line(run: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from infra.spark_session import get_spark
     from lakehouse.config import load_config
     from lakehouse.pipeline import load_pipeline
-    from lakehouse.spark_session import get_spark
 
     ap = argparse.ArgumentParser(prog="python -m spark_jobs.batch")
     ap.add_argument("pipeline")

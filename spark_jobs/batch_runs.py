@@ -32,6 +32,15 @@ def last_published(spark: SparkSession, pipeline: str) -> dict[str, Any] | None:
     return max(done, key=lambda r: r["published_at"]) if done else None
 
 
+def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
+    """Cutoff of the latest published batch run, or None before the first one (the one reader of
+    this fact: the serving view, the serving-gap suite and the incremental batch all come here)."""
+    if not spark.catalog.tableExists(TABLE):
+        return None
+    last = last_published(spark, pipeline)
+    return last["cutoff"] if last else None
+
+
 def save(spark: SparkSession, row: dict[str, Any]) -> None:
     """Insert or replace the run's row (keyed on run_id)."""
     from spark_jobs.io.delta_io import merge_upsert

@@ -23,6 +23,13 @@ def lock_path(cfg: TidewaterConfig, name: str) -> Path:
     return path
 
 
+def switch_lock_name(pipeline: str) -> str:
+    """Held by a replay or rollback from start to switch: while it is held by another process,
+    ``tidewater speed start`` (the supervisor DAG's restart) refuses to start the main job, which the
+    switch has frozen on purpose and restarts itself."""
+    return f"replay-{pipeline}"
+
+
 HELD_HERE: set[str] = set()  # locks this process holds (a second open() of the file would conflict)
 
 

@@ -5,7 +5,7 @@
   running readers and streaming checkpoints may still need).
 * ``ops``: deletes ``ops.*`` rows older than N days (each table's own time column).
 * ``checkpoints``: removes checkpoint folders of retired speed-query versions: every
-  ``speed_v<N>`` other than the active version (``active_version_file``) and the previous one
+  ``speed_v<N>`` other than the active version (``lakehouse.speed_versions``) and the previous one
   (kept for rollback); nothing while a replay job is running. The ingest query (always v1) is never touched.
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from lakehouse.speed_versions import active_version, previous_version
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,14 +81,6 @@ def ops_retention(spark: SparkSession, days: int, dry_run: bool = False) -> dict
     return deleted
 
 
-def previous_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
-    """The rollback target recorded by replay (``versions/<p>.previous``), else ``active - 1``."""
-    try:
-        return int((naming.versions_dir(cfg) / f"{pipeline}.previous").read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return active - 1
-
-
 def retired_checkpoints(cfg: TidewaterConfig, pipeline: str, active: int) -> list[Path]:
     """Speed-query checkpoint folders of versions other than the active one and the rollback target."""
     root = naming.checkpoint_dir(cfg, pipeline, "speed", active).parent
@@ -101,13 +94,12 @@ def retired_checkpoints(cfg: TidewaterConfig, pipeline: str, active: int) -> lis
 
 
 def clean_checkpoints(cfg: TidewaterConfig, pipelines: list[str], dry_run: bool = False) -> list[str]:
-    from lakehouse.commands.speed import active_version_file, speed_process
+    from spark_jobs.speed_control import replay_running
 
     removed = []
     for pipeline in pipelines:
-        active = active_version_file(cfg, pipeline)
-        running_replays = list(naming.run_dir(cfg).glob(f"replay-{pipeline}*.pid"))
-        if running_replays and any(speed_process(cfg, pipeline, f.stem).running() for f in running_replays):
+        active = active_version(cfg, pipeline)
+        if replay_running(cfg, pipeline):
             continue  # a replay is writing a new version right now: leave everything alone
         for folder in retired_checkpoints(cfg, pipeline, active):
             if not dry_run:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> int:
     from pyspark.sql import functions as F
 
-    from lakehouse.commands.speed import active_version_file
+    from lakehouse.speed_versions import active_version
     from spark_jobs.io.delta_io import merge_upsert
     from spark_jobs.transforms.reconcile import ledger_rows
 
@@ -35,8 +35,9 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     version = staged.select("bronze_version").collect()[0][0]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
-    speed_table = naming.speed_table(p.name, active_version_file(cfg, p.name))
-    contracts.ensure(spark, contracts.speed(p, active_version_file(cfg, p.name)))
+    speed_version = active_version(cfg, p.name)
+    speed_table = naming.speed_table(p.name, speed_version)
+    contracts.ensure(spark, contracts.speed(p, speed_version))
     rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)))
     out = rows.select(F.lit(run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
                       F.current_timestamp().alias("recorded_at"))

@@ -23,6 +23,8 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
+from spark_jobs.speed_control import committed_offsets, lag_records, speed_process, start_speed, stop_speed
 
 
 def check_history(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
@@ -41,37 +43,17 @@ def check_history(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]
     return parts
 
 
-def previous_file(cfg: TidewaterConfig, pipeline: str) -> Any:
-    return naming.versions_dir(cfg) / f"{pipeline}.previous"
-
-
-def switch_lock_name(pipeline: str) -> str:
-    """Held by a replay or rollback from start to switch: while it is held by another process,
-    ``tidewater speed start`` (the supervisor DAG's restart) refuses to start the main job, which the
-    switch has frozen on purpose and restarts itself."""
-    return f"replay-{pipeline}"
-
-
 def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
-    from spark_jobs.locks import exclusive
+    from spark_jobs.locks import exclusive, switch_lock_name
 
     return exclusive(cfg, switch_lock_name(p.name), wait_seconds=0)
-
-
-def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
-    """A version never used before (checkpoints are never reused)."""
-    used = [int(d.name.rsplit("_v", 1)[1]) for d in (cfg.data_dir / "checkpoints" / pipeline).glob("*_v*")
-            if d.is_dir() and d.name.rsplit("_v", 1)[1].isdigit() and not d.name.startswith("ingest_")]
-    return max([active, *used]) + 1
 
 
 def not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, old_may_be_empty: bool = False) -> bool:
     """True once query version ``new`` has committed, in every partition, at least the offsets that
     version ``old`` has committed: every window ``old`` serves is then in ``new`` too. An ``old``
     that never committed anything counts only if ``old_may_be_empty``."""
-    from lakehouse.commands.speed import committed_offsets
-
-    target, done = committed_offsets(cfg, p.name, "speed", old), committed_offsets(cfg, p.name, "speed", new)
+    target, done = committed_offsets(cfg, p, "speed", old), committed_offsets(cfg, p, "speed", new)
     if not target:
         return old_may_be_empty
     if not done:
@@ -93,25 +75,21 @@ def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeo
 def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int,
            refresh: Callable[[int], Any], replay_job: str | None, restart_main: bool) -> None:
     """The atomic switch: view first (readers move in one step), then the active-version record."""
-    from lakehouse.commands.speed import set_active_version, start_speed, stop_speed
-
     refresh(to_version)
     set_active_version(cfg, p.name, to_version, previous=from_version)
     if replay_job:
-        stop_speed(cfg, p.name, name=replay_job)
-    stop_speed(cfg, p.name)
+        stop_speed(cfg, p, name=replay_job)
+    stop_speed(cfg, p)
     if restart_main:
-        start_speed(cfg, p.name)
+        start_speed(cfg, p)
 
 
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
            log: Callable[[str], None] = print) -> dict[str, Any]:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
-    from lakehouse.commands.speed import active_version_file
-
     check_history(cfg, p.topic)
     with switch_lock(cfg, p):
-        active = active_version_file(cfg, p.name)
+        active = active_version(cfg, p.name)
         new = next_version(cfg, p.name, active)
         log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
         return catch_up_and_switch(cfg, p, new, active, "earliest", refresh, timeout)
@@ -120,19 +98,17 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
 def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int, starting_offsets: str | None,
                         refresh: Callable[[int], Any], timeout: float) -> dict[str, Any]:
     """Run speed version ``new`` alone until it is level with ``active``, then switch to it."""
-    from lakehouse.commands.speed import lag_records, speed_process, start_speed, stop_speed
-
     job = f"replay-{p.name}-v{new}"
-    main_running = speed_process(cfg, p.name).running()
+    main_running = speed_process(cfg, p).running()
     started = time.monotonic()
-    start_speed(cfg, p.name, version=new, queries="speed", starting_offsets=starting_offsets, name=job)
+    start_speed(cfg, p, version=new, queries="speed", starting_offsets=starting_offsets, name=job)
     deadline = started + timeout
     lag = None
     while time.monotonic() < deadline:
-        if not speed_process(cfg, p.name, job).running():
-            raise TidewaterError(f"replay: job {job} exited; log {speed_process(cfg, p.name, job).log_file}; "
+        if not speed_process(cfg, p, job).running():
+            raise TidewaterError(f"replay: job {job} exited; log {speed_process(cfg, p, job).log_file}; "
                                  f"v{active} is still active")
-        lag = lag_records(cfg, p.name, "speed", new)
+        lag = lag_records(cfg, p, "speed", new)
         # caught up: within the configured lag of the topic's end, or level with the live version
         # (under steady load neither query is ever at the very end of the log)
         # (only while the live version runs: a stopped one is no measure of the log's end)
@@ -141,15 +117,15 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
             break
         time.sleep(1)
     else:
-        stop_speed(cfg, p.name, name=job)
+        stop_speed(cfg, p, name=job)
         raise TidewaterError(f"replay: v{new} did not catch up within {timeout:.0f}s (lag {lag}); v{active} is "
                              "still active and the replay job was stopped")
     caught_up = time.monotonic() - started
-    stop_speed(cfg, p.name)  # freeze v(N): from here on, what it serves cannot grow any more
+    stop_speed(cfg, p)  # freeze v(N): from here on, what it serves cannot grow any more
     if not wait_not_behind(cfg, p, new, active, timeout=max(60.0, deadline - time.monotonic())):
-        stop_speed(cfg, p.name, name=job)
+        stop_speed(cfg, p, name=job)
         if main_running:
-            start_speed(cfg, p.name)
+            start_speed(cfg, p)
         raise TidewaterError(f"replay: v{new} did not reach v{active}'s committed offsets; v{active} is still active")
     switch(cfg, p, new, active, refresh, job, restart_main=main_running or cfg.mode == "kappa")
     return {"pipeline": p.name, "from_version": active, "to_version": new, "lag_at_switch": lag,
@@ -160,13 +136,10 @@ def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], t
     """Switch back to the version that was active before the last replay switch. That version froze
     at the switch, so it first catches up from its own checkpoint like a replay (never a view on a
     stale table), under the same lock."""
-    from lakehouse.commands.speed import active_version_file
-
-    path = previous_file(cfg, p.name)
-    if not path.exists():
+    if recorded_previous_version(cfg, p.name) is None:
         raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
     with switch_lock(cfg, p):
-        previous, active = int(path.read_text().strip()), active_version_file(cfg, p.name)
-        if previous == active:
+        previous, active = recorded_previous_version(cfg, p.name), active_version(cfg, p.name)
+        if previous is None or previous == active:  # None: the record vanished since the check above
             raise TidewaterError(f"replay: v{active} of {p.name} is already active; nothing to roll back to")
         return catch_up_and_switch(cfg, p, previous, active, None, refresh, timeout)

@@ -36,7 +36,7 @@ def _differs(p: Pipeline) -> str:
     for agg in p.aggregates:
         a = agg.name
         if contracts.aggregate_type(p, agg.fn, agg.column) == "double":
-            parts.append(f"coalesce(abs(b.`{a}` - s.`{a}`) > 1e-9 * greatest(1.0, abs(b.`{a}`)), true)")
+            parts.append(f"coalesce(abs(b.`{a}` - s.`{a}`) > {contracts.DOUBLE_TOLERANCE} * greatest(1.0, abs(b.`{a}`)), true)")
         else:
             parts.append(f"NOT (b.`{a}` <=> s.`{a}`)")
     return " OR ".join(parts)
@@ -49,7 +49,7 @@ def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None, 
     ``as_of`` of a batch row: ``batch.<p> v<N> (run <id>, bronze v<M>)``, the batch table version
     published and the bronze version it was computed from; of a speed row: ``<speed table> micro-batch
     <K>``, K being the ``txnVersion`` of the Delta commit that last wrote the row."""
-    cols = [*p.grain, *(a.name for a in p.aggregates), "max_event_time"]
+    cols = contracts.result_columns(p)
     speed_cols = ", ".join(f"s.`{c}`" for c in cols)
     if mode == "kappa":
         return (f"SELECT {speed_cols}, 'speed' AS source, "
@@ -70,23 +70,14 @@ def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None, 
     )
 
 
-def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
-    """Cutoff of the latest published batch run, or None before the first one."""
-    from spark_jobs.batch_runs import last_published
-
-    if not spark.catalog.tableExists(contracts.BATCH_RUNS.name):
-        return None
-    last = last_published(spark, pipeline)
-    return last["cutoff"] if last else None
-
-
 def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
                  cutoff: datetime | None = None) -> str:
     """(Re)create ``serving.<p>`` on the active (or given) speed version; returns the DDL."""
-    from lakehouse.commands.speed import active_version_file
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.batch_runs import published_cutoff
     from spark_jobs.io.delta_io import table_version
 
-    version = speed_version or active_version_file(cfg, p.name)
+    version = speed_version or active_version(cfg, p.name)
     contracts.ensure(spark, contracts.speed(p, version))
     if cfg.mode != "kappa":
         contracts.ensure(spark, contracts.batch(p))

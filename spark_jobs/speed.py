@@ -33,11 +33,11 @@ MAX_RESTARTS = 3  # per query and process; then the job exits 1 and its supervis
 def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> None:
     """Create ``serving.<p>`` when the active speed version starts and the view does not exist yet,
     so readers (and Kappa mode, which has no batch publish) find it from the first micro-batch."""
-    from lakehouse.commands.speed import active_version_file
-    from lakehouse.serving import refresh_view
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.serving import refresh_view
 
     view = naming.table("serving", p.name)
-    if "speed" in which and version == active_version_file(cfg, p.name) and not spark.catalog.tableExists(view):
+    if "speed" in which and version == active_version(cfg, p.name) and not spark.catalog.tableExists(view):
         refresh_view(spark, cfg, p, speed_version=version)
 
 
@@ -102,7 +102,7 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
 
 def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,
         run_seconds: float | None = None) -> None:
-    from lakehouse.spark_session import get_spark
+    from infra.spark_session import get_spark
     from spark_jobs.io.progress_recorder import ProgressRecorder
 
     locks = acquire_locks(cfg, p.name, version, which)

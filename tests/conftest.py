@@ -56,7 +56,7 @@ def running_stack(cfg: Any) -> Iterator[Any]:
     """Real metastore + Kafka broker; stops them (and any speed job) even when a start fails."""
     from infra.jars import fetch_jars
     from infra.services import kafka_broker, metastore
-    from lakehouse.commands.speed import stop_all_speed
+    from spark_jobs.speed_control import stop_all_speed
 
     fetch_jars()
     try:
@@ -71,7 +71,7 @@ def running_stack(cfg: Any) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def spark_session(cfg: Any) -> Iterator[Any]:
-    from lakehouse.spark_session import get_spark
+    from infra.spark_session import get_spark
 
     session = get_spark(cfg, "tidewater-tests")
     try:

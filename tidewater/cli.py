@@ -1,6 +1,6 @@
 """The ``tidewater`` command line: the single wiring point from user commands to jobs/services.
 
-Each command group lives in ``lakehouse/commands/<group>.py`` and exposes ``register(sub)``.
+Each command group lives in ``tidewater/commands/<group>.py`` and exposes ``register(sub)``.
 Errors a user can fix are printed as one line (``tidewater: ...``) with exit status 2.
 """
 
@@ -14,13 +14,13 @@ from typing import NoReturn
 from lakehouse.errors import TidewaterError
 
 COMMAND_MODULES = (
-    "lakehouse.commands.stack",      # setup, up, down, status, config show
-    "lakehouse.commands.produce",    # produce
-    "lakehouse.commands.speed",      # speed start|stop|status|run
-    "lakehouse.commands.layers",     # batch, replay, reconcile, sql
-    "lakehouse.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
-    "lakehouse.commands.quality",    # check
-    "lakehouse.commands.bench",      # bench
+    "tidewater.commands.stack",      # setup, up, down, status, config show
+    "tidewater.commands.produce",    # produce
+    "tidewater.commands.speed",      # speed start|stop|status|run
+    "tidewater.commands.layers",     # batch, replay, reconcile, sql
+    "tidewater.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
+    "tidewater.commands.quality",    # check
+    "tidewater.commands.bench",      # bench
 )
 
 

@@ -10,7 +10,7 @@
 5. ``serving.sensor_readings`` and ``tidewater reconcile``: what changed between speed and batch.
 
 The stack is left running for exploring (Airflow UI, JDBC, ``tidewater sql``); ``make down`` stops it.
-Run: ``python -m lakehouse.demo [--events N]``.
+Run: ``python -m tidewater.demo [--events N]``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def step(title: str) -> None:
 def tidewater(*args: str, check: bool = True) -> int:
     """Run one CLI command in its own process, exactly as a user would type it."""
     print(f"$ tidewater {' '.join(args)}", flush=True)
-    rc = subprocess.call([sys.executable, "-m", "lakehouse.cli", *args])
+    rc = subprocess.call([sys.executable, "-m", "tidewater.cli", *args])
     if check and rc != 0:
         raise SystemExit(f"tidewater: demo step 'tidewater {' '.join(args)}' failed with exit code {rc}")
     return rc
@@ -43,7 +43,7 @@ def tidewater(*args: str, check: bool = True) -> int:
 def main(argv: list[str] | None = None) -> int:
     from lakehouse.config import load_config
 
-    ap = argparse.ArgumentParser(prog="python -m lakehouse.demo")
+    ap = argparse.ArgumentParser(prog="python -m tidewater.demo")
     ap.add_argument("--events", type=int, default=30_000, help="events to produce (default 30000)")
     args = ap.parse_args(argv)
     cfg = load_config()
@@ -97,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _wait(cfg: TidewaterConfig) -> None:
-    from lakehouse.commands.speed import wait_caught_up
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.speed_control import wait_caught_up
 
-    if not wait_caught_up(cfg, PIPELINE, timeout=600):
+    if not wait_caught_up(cfg, load_pipeline(PIPELINE, cfg.pipelines), timeout=600):
         raise SystemExit("tidewater: the speed layer did not catch up within 10 minutes; see "
                          f"'tidewater speed status {PIPELINE}' and its log")
     time.sleep(2 * 5)  # two more triggers: the no-data batch that advances the watermark and finalizes windows

@@ -74,7 +74,7 @@ def _write_properties(path: Path, conf: dict[str, str]) -> None:
 
 def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     """spark-submit's argv, and the settings kept off it (passwords: for ``properties_file``)."""
-    from lakehouse.spark_session import session_conf
+    from infra.spark_session import session_conf
 
     conf = session_conf(cfg, "tidewater-thrift-server")
     class_path = driver_class_path(conf)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse.config import TidewaterConfig
-from spark_jobs.io.event_generator import Record
+from spark_jobs.synthetic_events import Record
 
 
 def producer(cfg: TidewaterConfig, timeout: float = 120.0):  # type: ignore[no-untyped-def]

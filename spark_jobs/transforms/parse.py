@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lakehouse.contracts import MIN_EVENT_MS
 from lakehouse.pipeline import FIELD_TYPES, Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-MIN_EVENT_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
 BRONZE_META = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "ingest_time")
 QUARANTINE_COLUMNS = (
     "raw_value", "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp",

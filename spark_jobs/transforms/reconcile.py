@@ -21,13 +21,13 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import Pipeline
 from spark_jobs.transforms.windows import window_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-EXACT_TOLERANCE = 1e-9
 COUNTING = ("count", "approx_distinct")
 
 
@@ -86,7 +86,7 @@ def ledger_rows(p: Pipeline, batch_rows: DataFrame, speed_rows: DataFrame, raw_b
             F.lit(agg.name).alias("aggregate"), sv.alias("speed_value"), bv.alias("batch_value"),
             err.alias("abs_error"),
             F.when(bv != 0, err / F.abs(bv)).alias("rel_error"),
-            F.coalesce(sv.isNotNull() & (err <= F.lit(EXACT_TOLERANCE) * F.greatest(F.lit(1.0), F.abs(bv))),
+            F.coalesce(sv.isNotNull() & (err <= F.lit(DOUBLE_TOLERANCE) * F.greatest(F.lit(1.0), F.abs(bv))),
                        F.lit(False)).alias("exact"),
         ))
     return joined.select(

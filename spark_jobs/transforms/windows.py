@@ -45,11 +45,6 @@ def aggregate_column(agg: Aggregate, exact_distinct: bool) -> Column:
     return getattr(F, agg.fn)(col).alias(agg.name)
 
 
-def output_columns(p: Pipeline) -> list[str]:
-    """Columns of the windowed result, in order (the grain first)."""
-    return [*p.grain, *(a.name for a in p.aggregates), "max_event_time"]
-
-
 def windowed_aggregate(p: Pipeline, streaming: bool) -> Callable[[DataFrame], DataFrame]:
     """Group bronze-shaped events by keys and event-time window and compute the aggregates."""
 

@@ -128,8 +128,9 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark
 
 
 def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
-    from lakehouse.commands.speed import speed_process
+    from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.speed_control import speed_process
 
     cfg = airflow_up
     ensure_topic(cfg, "sensor-readings")
@@ -139,17 +140,17 @@ def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up, spark) ->
     done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "ensure"})
     timings["speed ensure"] = time.monotonic() - started
     assert done["state"] == "success", states
-    first_pid = speed_process(cfg, "sensor_readings").pid()
+    first_pid = speed_process(cfg, load_pipeline("sensor_readings", cfg.pipelines)).pid()
     assert first_pid, "the supervisor started the speed job"
     done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "ensure"})
     assert done["state"] == "success", states
-    assert speed_process(cfg, "sensor_readings").pid() == first_pid, "never a second copy"
-    assert not speed_process(cfg, "lift_rides").running()  # not selected: left alone
+    assert speed_process(cfg, load_pipeline("sensor_readings", cfg.pipelines)).pid() == first_pid, "never a second copy"
+    assert not speed_process(cfg, load_pipeline("lift_rides", cfg.pipelines)).running()  # not selected: left alone
     started = time.monotonic()
     done, states = trigger(cfg, tok, "tidewater_speed", {"pipeline": "sensor_readings", "action": "stop"})
     timings["speed stop"] = time.monotonic() - started
     assert done["state"] == "success", states
-    assert not speed_process(cfg, "sensor_readings").running()
+    assert not speed_process(cfg, load_pipeline("sensor_readings", cfg.pipelines)).running()
 
     started = time.monotonic()
     done, states = trigger(cfg, tok, "tidewater_quality", {})

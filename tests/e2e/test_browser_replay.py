@@ -25,13 +25,13 @@ def test_login_see_dags_trigger_replay(airflow_up) -> None:  # type: ignore[no-u
     from playwright.sync_api import sync_playwright
 
     from infra.services import airflow
-    from lakehouse.commands.stack import create_topics
+    from tidewater.commands.stack import create_topics
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)")
     cfg = airflow_up
     create_topics(cfg)  # a history to replay
-    subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--count", "200",
+    subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", "--count", "200",
                     "--rate", "0"], check=True, capture_output=True, timeout=300)
     url = airflow.base_url(cfg)
     tok = token(cfg)

@@ -41,7 +41,7 @@ def expected_tumbling(events: list[dict[str, Any]]) -> dict[tuple[str, int], tup
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", *args], capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", *args], capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, f"tidewater {' '.join(args)} failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
     return out
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.integration
 
 WRITER = """
 from lakehouse.config import load_config
-from lakehouse.spark_session import get_spark
+from infra.spark_session import get_spark
 spark = get_spark(load_config(), "writer")
 spark.range(0, 1000).selectExpr("id", "id % 7 AS bucket").write.format("delta").mode("overwrite") \\
     .saveAsTable("bronze.cross_process_probe")

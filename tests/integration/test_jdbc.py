@@ -74,7 +74,7 @@ def _speed_frame(spark, p, rows: list[tuple]):  # type: ignore[no-untyped-def,ty
 
 
 def test_pyhive_reads_serving_view_with_filter(spark, cfg, thrift) -> None:  # type: ignore[no-untyped-def]
-    from lakehouse.serving import refresh_view
+    from spark_jobs.serving import refresh_view
 
     p = load_pipeline("sensor_readings")
     contracts.ensure(spark, contracts.speed(p, 1))
@@ -195,7 +195,7 @@ def test_sequential_and_concurrent_clients_zero_failures(spark, cfg, thrift) -> 
 
 def test_tidewater_sql_prints_a_table(spark, cfg) -> None:  # type: ignore[no-untyped-def]
     spark.sql("SELECT 1").collect()
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "sql",
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "sql",
                           "SELECT sensor_id, count(*) AS n FROM serving.sensor_readings GROUP BY sensor_id ORDER BY 1"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -203,7 +203,7 @@ def test_tidewater_sql_prints_a_table(spark, cfg) -> None:  # type: ignore[no-un
     assert lines[0].split() == ["sensor_id", "|", "n"]
     assert [line.split() for line in lines[2:5]] == [["s1", "|", "2"], ["s2", "|", "1"], ["s3", "|", "2"]]
     assert lines[-1] == "(3 rows)"
-    bad = subprocess.run([sys.executable, "-m", "lakehouse.cli", "sql", "SELEC nonsense"],
+    bad = subprocess.run([sys.executable, "-m", "tidewater.cli", "sql", "SELEC nonsense"],
                          capture_output=True, text=True, timeout=300)
     last = bad.stderr.strip().splitlines()[-1]
     assert bad.returncode == 2 and last.startswith("tidewater: sql: [PARSE_SYNTAX_ERROR]")

@@ -15,9 +15,9 @@ def test_record_survives_broker_restart(stack) -> None:  # type: ignore[no-untyp
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     from infra.services import kafka_broker
-    from spark_jobs.io.event_generator import Record
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
     from spark_jobs.io.producer import send
+    from spark_jobs.synthetic_events import Record
 
     cfg = stack
     assert ensure_topic(cfg, "durability-check") is True
@@ -80,7 +80,7 @@ def test_speed_start_refuses_a_missing_topic(stack) -> None:  # type: ignore[no-
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "speed", "start", "sensor_readings"],
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "speed", "start", "sensor_readings"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.strip().splitlines() == [

@@ -64,11 +64,12 @@ class ServingReader(threading.Thread):
 
 def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) -> None:  # type: ignore[no-untyped-def]
     from infra.services.process import wait_until
-    from lakehouse.commands.speed import active_version_file, start_speed, stop_speed, wait_caught_up
     from lakehouse.pipeline import load_pipeline
-    from lakehouse.serving import refresh_view
+    from lakehouse.speed_versions import active_version
     from spark_jobs import batch, replay
     from spark_jobs.io.kafka_admin import ensure_topic, topic_config
+    from spark_jobs.serving import refresh_view
+    from spark_jobs.speed_control import start_speed, stop_speed, wait_caught_up
     from spark_jobs.transforms import incremental
     from spark_jobs.transforms.windows import dedup_history
 
@@ -89,8 +90,8 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) ->
             for i in range(60)]
     sent += sent[:6]  # duplicates in the log
     send(cfg, TOPIC, encode(sent))
-    start_speed(cfg, PIPELINE, wait=300)
-    assert wait_caught_up(cfg, PIPELINE, timeout=300)
+    start_speed(cfg, p, wait=300)
+    assert wait_caught_up(cfg, p, timeout=300)
 
     reader = ServingReader(spark)
     reader.start()
@@ -112,12 +113,12 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) ->
     finally:
         flowing.set()
         producer.join(60)
-    assert out["from_version"] == 1 and out["to_version"] == 2 and active_version_file(cfg, PIPELINE) == 2
-    assert wait_caught_up(cfg, PIPELINE, version=2, timeout=300)
+    assert out["from_version"] == 1 and out["to_version"] == 2 and active_version(cfg, PIPELINE) == 2
+    assert wait_caught_up(cfg, p, version=2, timeout=300)
     time.sleep(10)  # a few more polls on the switched view
     reader.stopping.set()
     reader.join(60)
-    stop_speed(cfg, PIPELINE)
+    stop_speed(cfg, p)
     print(f"\nreplay: {out}; serving polls during the replay: {reader.polls}")
     assert reader.polls >= 10 and reader.duplicates == [] and reader.vanished == []
 
@@ -143,7 +144,7 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) ->
 
     # rollback: the view returns to version 1, and version 1 is still there
     cli("replay", PIPELINE, "--rollback")
-    assert active_version_file(cfg, PIPELINE) == 1
+    assert active_version(cfg, PIPELINE) == 1
     spark.catalog.refreshTable("serving.sensor_readings")
     view_sql = spark.sql("SHOW CREATE TABLE serving.sensor_readings").collect()[0][0]
     assert "speed.sensor_readings s" in view_sql and "__v2" not in view_sql

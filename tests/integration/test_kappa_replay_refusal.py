@@ -16,7 +16,7 @@ def test_replay_refused_after_log_start_moved(stack, tmp_path) -> None:  # type:
     from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
     from kafka.admin import NewTopic
 
-    from lakehouse.commands.speed import active_version_file
+    from lakehouse.speed_versions import active_version
     from spark_jobs import replay
     from spark_jobs.io.kafka_admin import offsets
 
@@ -35,9 +35,9 @@ def test_replay_refused_after_log_start_moved(stack, tmp_path) -> None:  # type:
     admin.close()
     assert offsets(cfg, topic)[1][0] == 5
     checkpoints = cfg.data_dir / "checkpoints"
-    before = (active_version_file(cfg, p.name), sorted(checkpoints.rglob("*")) if checkpoints.exists() else [])
+    before = (active_version(cfg, p.name), sorted(checkpoints.rglob("*")) if checkpoints.exists() else [])
     with pytest.raises(TidewaterError, match="partition 1 starts at offset 5.*Nothing was changed"):
         replay.replay(cfg, p, refresh=lambda v: pytest.fail("the view must not be touched"))
-    after = (active_version_file(cfg, p.name), sorted(checkpoints.rglob("*")) if checkpoints.exists() else [])
+    after = (active_version(cfg, p.name), sorted(checkpoints.rglob("*")) if checkpoints.exists() else [])
     assert after == before
     assert not list((cfg.data_dir / "run").glob("replay-*.pid"))

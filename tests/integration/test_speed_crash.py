@@ -63,54 +63,56 @@ class Producer(threading.Thread):
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark, stack) -> None:  # type: ignore[no-untyped-def]
     import shutil
 
-    from lakehouse.commands.speed import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
     from lakehouse.naming import checkpoint_dir
+    from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.lineage import committed_batches, query_id
     from spark_jobs.io.ops_reader import read_rows
+    from spark_jobs.speed_control import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
 
     cfg = stack
+    p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, TOPIC)
     rng = random.Random(7)
     producer = Producer(cfg)
     producer.start()
     trials: list[str] = []
     try:
-        start_speed(cfg, PIPELINE, wait=300)
+        start_speed(cfg, p, wait=300)
         for trial in range(KILLS):
             delay = rng.uniform(4.0, 20.0)  # a random moment: mid-batch, mid-commit or idle
             time.sleep(delay)
-            proc = speed_process(cfg, PIPELINE)
+            proc = speed_process(cfg, p)
             assert proc.running(), f"speed job died on its own before kill {trial + 1}:\n{proc.tail(30)}"
             assert proc.stop(timeout=0, sig=signal.SIGKILL)  # the whole process group: driver and JVM
             trials.append(f"kill -9 after {delay:.1f}s with {len(producer.valid)} valid records sent")
-            start_speed(cfg, PIPELINE, wait=300)
+            start_speed(cfg, p, wait=300)
         time.sleep(rng.uniform(4.0, 12.0))
-        assert stop_speed(cfg, PIPELINE), "graceful stop found no running job"
+        assert stop_speed(cfg, p), "graceful stop found no running job"
         trials.append(f"graceful stop/start with {len(producer.valid)} valid records sent")
         time.sleep(5)  # events keep arriving while the job is down
-        start_speed(cfg, PIPELINE, wait=300)
+        start_speed(cfg, p, wait=300)
         time.sleep(10)
         # the usual response to a failOnDataLoss stop: delete the checkpoint. A new lineage must
         # neither skip (same txnAppId) nor double (re-read from earliest) a single record
-        proc = speed_process(cfg, PIPELINE)
+        proc = speed_process(cfg, p)
         assert proc.stop(timeout=0, sig=signal.SIGKILL)
         old = checkpoint_dir(cfg, PIPELINE, "stream", 1)
         old_lineage = (query_id(old), committed_batches(old))
         shutil.rmtree(old)
         old.with_name(f"{old.name}.floors.json").unlink()
         trials.append(f"kill -9 and checkpoint deleted with {len(producer.valid)} valid records sent")
-        start_speed(cfg, PIPELINE, wait=300)
+        start_speed(cfg, p, wait=300)
         time.sleep(8)
     finally:
         producer.stopping.set()
         producer.join(120)
     try:
-        caught_up = wait_caught_up(cfg, PIPELINE, timeout=600)
+        caught_up = wait_caught_up(cfg, p, timeout=600)
         assert caught_up, (f"speed job did not catch up after the last restart; trials {trials}; lag "
-                           f"{speed_status(cfg, PIPELINE).get('lag')}; log:\n{speed_process(cfg, PIPELINE).tail(60)}")
+                           f"{speed_status(cfg, p).get('lag')}; log:\n{speed_process(cfg, p).tail(60)}")
     finally:
-        stop_speed(cfg, PIPELINE)
+        stop_speed(cfg, p)
     print("\ncrash trials: " + "; ".join(trials))
 
     sent = producer.valid

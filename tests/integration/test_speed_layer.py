@@ -22,10 +22,12 @@ SENSORS = ["s-a", "s-b", "s-c", "s-d"]
 
 
 def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  # type: ignore[no-untyped-def]
-    from lakehouse.commands.speed import stop_speed, wait_caught_up
+    from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.ops_reader import read_rows
+    from spark_jobs.speed_control import stop_speed, wait_caught_up
 
     cfg = stack
+    p = load_pipeline("sensor_readings", cfg.pipelines)
     t0 = (int(time.time() * 1000) - 3_600_000) // MINUTE * MINUTE
     phase_a = [event(f"a{s}{i:03d}", s, t0 + i * 15_000, 10.0 + i + k) for k, s in enumerate(SENSORS) for i in range(24)]
     good = event("bad", "s-a", t0, 1.0)
@@ -41,20 +43,20 @@ def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  #
     send(cfg, "sensor-readings", encode(phase_a) + list(malformed.values()))
     cli("speed", "start", "sensor_readings")
     try:
-        assert wait_caught_up(cfg, "sensor_readings", timeout=300), "speed layer did not catch up with phase A"
+        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase A"
         # watermark is now t0 + 5:45 - 2:00 = t0 + 3:45
         ooo = [event(f"o{s}", s, t0 + 4 * MINUTE + 10_000, 50.0) for s in SENSORS]
         late = [event(f"l{i}", "s-a", t0 + MINUTE + 30_000, 45.0) for i in range(3)]
         dup_recent = [e for e in phase_a if e["timestamp"] >= t0 + 4 * MINUTE + 30_000][:3]
         dup_old = [phase_a[1]]  # event time t0 + 0:15, behind the watermark -> dropped as late
         send(cfg, "sensor-readings", encode(ooo + late + dup_recent + dup_old))
-        assert wait_caught_up(cfg, "sensor_readings", timeout=300), "speed layer did not catch up with phase B"
+        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase B"
         phase_c = [event(f"c{s}{i}", s, t0 + 6 * MINUTE + i * 20_000, 20.0) for s in SENSORS for i in range(4)]
         send(cfg, "sensor-readings", encode(phase_c))
-        assert wait_caught_up(cfg, "sensor_readings", timeout=300), "speed layer did not catch up with phase C"
+        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase C"
         time.sleep(12)  # one more trigger: the no-data batch that evicts state and the finality update
     finally:
-        stop_speed(cfg, "sensor_readings")
+        stop_speed(cfg, p)
 
     # bronze: every valid Kafka record exactly once, late events and duplicates included
     valid_records = phase_a + ooo + late + dup_recent + dup_old + phase_c

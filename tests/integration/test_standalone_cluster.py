@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 JOB = """
 from lakehouse.config import load_config
-from lakehouse.spark_session import get_spark
+from infra.spark_session import get_spark
 cfg = load_config()
 spark = get_spark(cfg, "cluster-probe")
 assert spark.sparkContext.master == cfg.spark.master, spark.sparkContext.master

@@ -79,7 +79,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     import sys
 
     path = _write(tmp_path, "mode: lamda\n")
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "--config", str(path), "config", "show"],
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "--config", str(path), "config", "show"],
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["tidewater: config error: 'mode' is 'lamda'; expected 'lambda' or 'kappa'"]
@@ -89,7 +89,7 @@ def test_cli_bad_argument_is_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--late", "2"],
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", "--late", "2"],
                          capture_output=True, text=True)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
@@ -101,7 +101,7 @@ def test_config_show_prints_effective_values(tmp_path: Path) -> None:
     import sys
 
     path = _write(tmp_path, "kafka: {partitions: 6}\n")
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "--config", str(path), "config", "show"],
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "--config", str(path), "config", "show"],
                          capture_output=True, text=True, env={"PATH": "/usr/bin", "TIDEWATER_MODE": "kappa"})
     assert out.returncode == 0, out.stderr
     assert "partitions: 6" in out.stdout and "mode: kappa" in out.stdout

@@ -72,7 +72,7 @@ def test_pipeline_overrides_must_be_mappings(tmp_path: Path, value: str) -> None
 
 
 def test_unknown_service_names_list_the_valid_ones() -> None:
-    from lakehouse.commands.stack import select_services
+    from tidewater.commands.stack import select_services
 
     with pytest.raises(TidewaterError, match="unknown service 'thrift'; valid names: metastore, kafka_broker, "
                                              "thrift_server, airflow"):
@@ -90,7 +90,7 @@ def _cli(tmp_path: Path, *args: str, config: str = "{}\n", path_env: str | None 
                                                 for k in ("KAFKA", "KAFKA_CONTROLLER", "METASTORE", "THRIFT", "AIRFLOW")}}
     if path_env is not None:
         env["PATH"] = path_env
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", *args], capture_output=True, text=True, env=env,
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", *args], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stderr.strip().splitlines()

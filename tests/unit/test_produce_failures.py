@@ -14,7 +14,7 @@ import pytest
 
 from infra.services.process import free_port
 from lakehouse.config import load_config
-from spark_jobs.io.event_generator import Record
+from spark_jobs.synthetic_events import Record
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def test_produce_to_an_unreachable_broker_is_one_line_and_exit_2(tmp_path: Path)
     env = {**os.environ, "TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(tmp_path),
            "TIDEWATER_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}"}
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", "produce", "sensor_readings", "--count", "20"],
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", "--count", "20"],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()

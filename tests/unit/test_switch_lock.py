@@ -13,11 +13,12 @@ pytestmark = pytest.mark.unit
 
 
 def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from lakehouse.commands.speed import set_active_version, start_speed
     from lakehouse.config import load_config
     from lakehouse.errors import TidewaterError
-    from spark_jobs.locks import held_elsewhere, lock_path
-    from spark_jobs.replay import switch_lock_name
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.speed_versions import set_active_version
+    from spark_jobs.locks import held_elsewhere, lock_path, switch_lock_name
+    from spark_jobs.speed_control import start_speed
 
     monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
     cfg = load_config()
@@ -29,7 +30,7 @@ def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_p
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert held_elsewhere(cfg, switch_lock_name("sensor_readings"))
         with pytest.raises(TidewaterError, match="switching versions"):
-            start_speed(cfg, "sensor_readings")
+            start_speed(cfg, load_pipeline("sensor_readings", cfg.pipelines))
     finally:
         holder.kill()
         holder.wait()

@@ -18,8 +18,8 @@ import os
 from importlib.util import find_spec
 from pathlib import Path
 
-from lakehouse.commands import config_from
 from lakehouse.errors import TidewaterError
+from tidewater.commands import config_from
 
 
 def spark_home() -> Path:

@@ -11,12 +11,12 @@ import argparse
 import json
 from typing import Any
 
-from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
 from lakehouse.errors import TidewaterError
+from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def _spark(cfg: Any, app: str) -> Any:
-    from lakehouse.spark_session import get_spark
+    from infra.spark_session import get_spark
 
     return get_spark(cfg, app)
 
@@ -49,7 +49,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_serving(args: argparse.Namespace) -> int:
-    from lakehouse.serving import refresh_view
+    from spark_jobs.serving import refresh_view
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -70,8 +70,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from lakehouse.serving import refresh_view
     from spark_jobs import replay
+    from spark_jobs.serving import refresh_view
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)

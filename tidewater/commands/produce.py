@@ -9,9 +9,9 @@ import argparse
 import time
 from pathlib import Path
 
-from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def _fraction(text: str) -> float:
@@ -68,8 +68,8 @@ def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from spark_jobs.io.event_generator import Mix, generate
     from spark_jobs.io.producer import send, send_file
+    from spark_jobs.synthetic_events import Mix, generate
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)

@@ -11,18 +11,18 @@ import argparse
 import json
 
 from lakehouse import naming
-from lakehouse.commands import add_pipeline_arg, config_from, pipeline_from, progress
 from lakehouse.config import TidewaterConfig
+from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
 
 DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
 
 
 def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
     """The table a suite kind validates (speed: the active version)."""
-    from lakehouse.commands.speed import active_version_file
+    from lakehouse.speed_versions import active_version
 
     if kind == "speed":
-        return naming.speed_table(pipeline, active_version_file(cfg, pipeline))
+        return naming.speed_table(pipeline, active_version(cfg, pipeline))
     if kind == "staging":
         return naming.staging_table("batch", pipeline)
     return naming.table(kind, pipeline)
@@ -30,7 +30,7 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from expectations.runner import validate_table
-    from lakehouse.spark_session import get_spark
+    from infra.spark_session import get_spark
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -72,7 +72,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     if "checkpoints" in parts:
         report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
     if {"tables", "ops"} & set(parts):
-        from lakehouse.spark_session import get_spark
+        from infra.spark_session import get_spark
 
         spark = get_spark(cfg, "tidewater-maintenance")
         if "ops" in parts:

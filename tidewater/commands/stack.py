@@ -9,9 +9,9 @@ import shutil
 import time
 from typing import Any
 
-from lakehouse.commands import config_from, progress
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from tidewater.commands import config_from, progress
 
 
 def _services() -> list[Any]:
@@ -108,7 +108,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from lakehouse.commands.speed import stop_all_speed
+    from spark_jobs.speed_control import stop_all_speed
 
     cfg = config_from(args)
     for name in stop_all_speed(cfg):

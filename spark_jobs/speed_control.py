@@ -1,0 +1,162 @@
+"""Job control of the detached speed job: start, stop, status and consumer lag, per ``Pipeline``.
+
+The one module that starts and stops ``python -m spark_jobs.speed`` processes (the CLI, replay,
+maintenance, the demo and the tests all come here). The active speed version is read from
+``lakehouse.speed_versions``; the lag from ``ops.stream_progress`` (read without Spark) and Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version
+
+
+def speed_process(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> Any:
+    """The pipeline's main job (ingest + active speed version), or another named job (a replay)."""
+    from infra.services.process import ManagedProcess
+
+    return ManagedProcess(name or f"speed-{p.name}", naming.run_dir(cfg), naming.logs_dir(cfg))
+
+
+def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, queries: str = "ingest,speed",
+                starting_offsets: str | None = None, wait: float = 120.0, name: str | None = None) -> int:
+    """Start the job detached (PID file + log). Idempotent: a running copy is left alone. The main job
+    is refused while another process switches versions (a replay or rollback froze it on purpose)."""
+    from spark_jobs.locks import held_elsewhere, switch_lock_name
+
+    if name is None and held_elsewhere(cfg, switch_lock_name(p.name)):
+        raise TidewaterError(f"speed: a replay or rollback of {p.name} is switching versions; it restarts the "
+                             "main job itself when done (see 'tidewater speed status')")
+    version = version or active_version(cfg, p.name)
+    proc = speed_process(cfg, p, name)
+    if proc.running():
+        return int(proc.pid())
+    argv = [sys.executable, "-m", "spark_jobs.speed", p.name, "--version", str(version), "--queries", queries]
+    if starting_offsets:
+        argv += ["--starting-offsets", starting_offsets]
+    mark = proc.log_size()  # the log is appended across runs: look only at this start's lines
+    pid = proc.start(argv)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if "running queries" in proc.log_since(mark):
+            return pid
+        if not proc.running():
+            raise TidewaterError(f"speed: {p.name} exited during start; log {proc.log_file}:\n{proc.tail(15)}")
+        time.sleep(1)
+    return pid
+
+
+def stop_speed(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> bool:
+    """Graceful stop, SIGKILL after 90 s. SIGTERM goes to the Python driver only: it stops its queries
+    and flushes progress while its JVM is still alive (a JVM signalled at the same time shuts down
+    under the running micro-batch)."""
+    return bool(speed_process(cfg, p, name).stop(timeout=90, group=False))
+
+
+def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
+    from infra.services.process import ManagedProcess
+
+    stopped = []
+    for pid_file in sorted([*naming.run_dir(cfg).glob("speed-*.pid"), *naming.run_dir(cfg).glob("replay-*.pid")]):
+        if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90, group=False):
+            stopped.append(pid_file.stem)
+    return stopped
+
+
+def replay_running(cfg: TidewaterConfig, pipeline: str) -> bool:
+    """True while a replay job of the pipeline (PID file ``replay-<p>*``) is running (a check of PID
+    files only, so it takes the pipeline's name: no definition is needed)."""
+    from infra.services.process import ManagedProcess
+
+    return any(ManagedProcess(f.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).running()
+               for f in naming.run_dir(cfg).glob(f"replay-{pipeline}*.pid"))
+
+
+def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
+    """Running?, last batch time, watermark, rates and consumer lag per partition (from ops)."""
+    from spark_jobs.io.ops_reader import latest_progress
+    from spark_jobs.locks import held_elsewhere, switch_lock_name
+
+    version = active_version(cfg, p.name)
+    proc = speed_process(cfg, p)
+    out: dict[str, Any] = {"pipeline": p.name, "version": version, "running": proc.running(), "pid": proc.pid(),
+                           "log": str(proc.log_file),
+                           "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
+    last = latest_progress(cfg, p.name, version=version)
+    out.update(last)
+    committed = topic_offsets(last, p.topic)
+    try:
+        out["lag"] = partition_lag(cfg, p.topic, committed)
+    except Exception as exc:  # broker down: say so instead of failing the status
+        out["lag"] = f"unavailable ({exc.__class__.__name__})"
+    return out
+
+
+def parse_offsets(text: str | None) -> dict[str, Any]:
+    """Kafka source offsets JSON ({topic: {partition: offset}}); {} when absent or unreadable."""
+    import ast
+
+    if not text:
+        return {}
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        try:
+            return dict(ast.literal_eval(text))
+        except (ValueError, SyntaxError):
+            return {}
+
+
+def committed_offsets(cfg: TidewaterConfig, p: Pipeline, query: str = "speed",
+                      version: int | None = None) -> dict[str, int] | None:
+    """{partition: offset} that ``query`` (version) has committed, from ``ops.stream_progress``;
+    None before its first batch."""
+    from spark_jobs.io.ops_reader import latest_progress
+
+    last = latest_progress(cfg, p.name, query=query, version=version)
+    if not last:
+        return None
+    return topic_offsets(last, p.topic)
+
+
+def topic_offsets(progress: dict[str, Any], topic: str) -> dict[str, int]:
+    """{partition: offset} of ``topic`` in a progress row's ``end_offsets`` ({} when absent)."""
+    return {str(k): int(v) for k, v in parse_offsets(progress.get("end_offsets")).get(topic, {}).items()}
+
+
+def lag_records(cfg: TidewaterConfig, p: Pipeline, query: str = "speed", version: int | None = None) -> int | None:
+    """Records in the topic that ``query`` (version) has not yet committed; None before its first batch."""
+    if version is None and query == "speed":
+        version = active_version(cfg, p.name)
+    committed = committed_offsets(cfg, p, query, version)
+    if committed is None:
+        return None
+    return sum(partition_lag(cfg, p.topic, committed).values())
+
+
+def partition_lag(cfg: TidewaterConfig, topic: str, committed: dict[str, int]) -> dict[str, int]:
+    """{partition: records in ``topic`` after the ``committed`` offset} (a partition never committed
+    counts from its earliest retained offset)."""
+    from spark_jobs.io.kafka_admin import offsets
+
+    return {str(part): max(0, end - committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, topic).items()}
+
+
+def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] = ("ingest", "speed"),
+                   version: int | None = None, timeout: float = 300.0, max_lag: int = 0) -> bool:
+    """Block until every query's committed offsets are within ``max_lag`` of the topic's end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lags = [lag_records(cfg, p, q, None if q == "ingest" else version) for q in queries]
+        if all(lag is not None and lag <= max_lag for lag in lags):
+            return True
+        time.sleep(2)
+    return False
