@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
@@ -23,7 +23,7 @@ PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWAT
 @contextmanager
 def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
     from infra.jars import fetch_jars
-    from infra.services import kafka_broker, metastore
+    from infra.services import kafka_broker, metastore, thrift_server
     from infra.services.process import free_port
     from lakehouse.config import load_config
 
@@ -42,9 +42,7 @@ def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
         from spark_jobs.speed_control import stop_all_speed
 
         stop_all_speed(cfg)
-        for module in ("infra.services.thrift_server",):
-            with suppress(ImportError):
-                __import__(module, fromlist=["stop"]).stop(cfg)
+        thrift_server.stop(cfg)
         kafka_broker.stop(cfg)
         metastore.stop(cfg)
         for key, value in saved.items():

@@ -46,10 +46,6 @@ def staging_table(layer: str, pipeline: str) -> str:
     return f"{layer}.{pipeline}__staging"
 
 
-def topic_for(pipeline_topic: str) -> str:
-    return pipeline_topic
-
-
 def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int) -> Path:
     """Checkpoint of one query version. A new version always gets a new folder."""
     return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}"

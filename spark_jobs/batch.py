@@ -11,13 +11,11 @@ version (Change Data Feed) or newly completed (see ``transforms.incremental``). 
 ``publish``: one Delta MERGE of the staged rows into ``batch.<p>`` (full runs also delete rows that
 are not staged), so an interrupted run leaves the previous results intact; then the
 reconciliation ledger, the run's status and the serving view.
-
-Run: ``python -m spark_jobs.batch <pipeline> [--full] [--stage-only | --publish --run-id ID]``.
+The CLI (``tidewater batch``) is the one entry point.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import uuid
@@ -137,19 +135,11 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
 
 def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
     """One MERGE transaction: upserts, deletes, and (full runs) removal of unstaged rows."""
-    from delta.tables import DeltaTable
+    from spark_jobs.io.delta_io import merge_changes
 
     staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{run['run_id']}'")
-    cols = contracts.batch(p).column_names
-    values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in cols}
-    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
-    merge = (DeltaTable.forName(spark, naming.table("batch", p.name)).alias("t").merge(staged.alias("s"), cond)
-             .whenMatchedDelete(condition="s.op = 'delete'")
-             .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
-             .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values))
-    if run["mode"] == "full":
-        merge = merge.whenNotMatchedBySourceDelete()
-    merge.execute()
+    merge_changes(spark, staged, naming.table("batch", p.name), p.grain, contracts.batch(p).column_names,
+                  delete_unmatched_target=run["mode"] == "full")
 
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
@@ -209,31 +199,3 @@ def stage_line(run: dict[str, Any]) -> str:
     """The last stdout line of ``--stage-only`` (Airflow reads it)."""
     return json.dumps({"run_id": run["run_id"], "staging_table": naming.staging_table("batch", run["pipeline"]),
                        "windows": run["windows_written"], "cutoff": as_utc(run["cutoff"]).isoformat(sep=" ")})
-
-
-def main(argv: list[str] | None = None) -> None:
-    from infra.spark_session import get_spark
-    from lakehouse.config import load_config
-    from lakehouse.pipeline import load_pipeline
-
-    ap = argparse.ArgumentParser(prog="python -m spark_jobs.batch")
-    ap.add_argument("pipeline")
-    ap.add_argument("--full", action="store_true")
-    ap.add_argument("--stage-only", action="store_true")
-    ap.add_argument("--publish", action="store_true")
-    ap.add_argument("--run-id")
-    args = ap.parse_args(argv)
-    cfg = load_config()
-    p = load_pipeline(args.pipeline, cfg.pipelines)
-    refuse_in_kappa(cfg, p)
-    spark = get_spark(cfg, f"tidewater-batch-{p.name}")
-    if args.stage_only:
-        print(stage_line(stage(spark, cfg, p, args.full)), flush=True)
-    elif args.publish:
-        print(json.dumps(publish(spark, cfg, p, str(args.run_id)), default=str), flush=True)
-    else:
-        print(json.dumps(run(spark, cfg, p, args.full), default=str), flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "tidewater.commands.layers",     # batch, replay, reconcile, sql
     "tidewater.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
     "tidewater.commands.quality",    # check
+    "tidewater.commands.maintenance",  # maintenance
     "tidewater.commands.bench",      # bench
 )
 
@@ -35,14 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="path of tidewater.yml (default: ./tidewater.yml or $TIDEWATER_CONFIG)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(sub)
+    for name in COMMAND_MODULES:  # every group, or an ImportError: a command never vanishes silently
+        importlib.import_module(name).register(sub)
     return parser
 
 

@@ -8,7 +8,7 @@ the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,6 +20,11 @@ def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> N
      .option("txnAppId", app_id).option("txnVersion", version).saveAsTable(table))
 
 
+def key_condition(keys: Sequence[str]) -> str:
+    """Null-safe match of target ``t`` and source ``s`` rows on ``keys`` (the MERGE condition)."""
+    return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+
+
 def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[str],
                  newer_than: str | None = None, target_filter: str | None = None) -> None:
     """Upsert ``df`` into ``table`` on ``keys`` (null-safe). Rows carry absolute values, so
@@ -28,12 +33,29 @@ def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[
     for every target row that a source row can match; Delta uses it to skip files."""
     from delta.tables import DeltaTable
 
-    cond = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    cond = key_condition(keys)
     if target_filter:
         cond = f"{target_filter} AND {cond}"
     update_cond = f"s.`{newer_than}` >= t.`{newer_than}`" if newer_than else None
     (DeltaTable.forName(spark, table).alias("t").merge(df.alias("s"), cond)
      .whenMatchedUpdateAll(condition=update_cond).whenNotMatchedInsertAll().execute())
+
+
+def merge_changes(spark: SparkSession, changes: DataFrame, table: str, keys: Sequence[str], columns: Sequence[str],
+                  delete_unmatched_target: bool = False) -> None:
+    """Apply staged changes in one MERGE: rows with ``op = 'upsert'`` replace or insert ``columns``,
+    rows with ``op = 'delete'`` remove their match; ``delete_unmatched_target`` also removes every
+    target row that no change matches (a full recompute)."""
+    from delta.tables import DeltaTable
+
+    values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in columns}
+    merge = (DeltaTable.forName(spark, table).alias("t").merge(changes.alias("s"), key_condition(keys))
+             .whenMatchedDelete(condition="s.op = 'delete'")
+             .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
+             .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values))
+    if delete_unmatched_target:
+        merge = merge.whenNotMatchedBySourceDelete()
+    merge.execute()
 
 
 def table_version(spark: SparkSession, table: str) -> int:
@@ -42,6 +64,3 @@ def table_version(spark: SparkSession, table: str) -> int:
 
     return int(DeltaTable.forName(spark, table).history(1).collect()[0]["version"])
 
-
-def table_exists(spark: SparkSession, table: str) -> bool:
-    return bool(spark.catalog.tableExists(table))

@@ -22,15 +22,3 @@ def read_stream(spark: SparkSession, cfg: TidewaterConfig, topic: str, starting_
         .option("failOnDataLoss", "true")
         .load()
     )
-
-
-def read_batch(spark: SparkSession, cfg: TidewaterConfig, topic: str) -> DataFrame:
-    """Everything Kafka still retains for ``topic``, as a batch DataFrame."""
-    return (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", cfg.kafka.bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
-        .load()
-    )

@@ -1,4 +1,4 @@
-"""``tidewater check <pipeline> [--kind K]`` (GX suites) and ``tidewater maintenance`` (Delta housekeeping).
+"""``tidewater check <pipeline> [--kind K]``: the Great Expectations suites on a pipeline's tables.
 
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
@@ -58,33 +58,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def cmd_maintenance(args: argparse.Namespace) -> int:
-    from lakehouse.pipeline import available_pipelines
-    from spark_jobs import maintenance
-
-    cfg = config_from(args)
-    parts = args.only or ["tables", "ops", "checkpoints"]
-    if args.retention_hours < maintenance.MIN_RETENTION_HOURS:  # refuse before any Spark start
-        maintenance.optimize_and_vacuum(None, args.retention_hours)  # type: ignore[arg-type]
-    if args.ops_retention_days < 1:
-        maintenance.ops_retention(None, args.ops_retention_days)  # type: ignore[arg-type]
-    report: dict[str, object] = {"dry_run": args.dry_run}
-    if "checkpoints" in parts:
-        report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
-    if {"tables", "ops"} & set(parts):
-        from infra.spark_session import get_spark
-
-        spark = get_spark(cfg, "tidewater-maintenance")
-        if "ops" in parts:
-            progress(f"deleting ops rows older than {args.ops_retention_days} days …")
-            report["ops_rows_deleted"] = maintenance.ops_retention(spark, args.ops_retention_days, args.dry_run)
-        if "tables" in parts:
-            progress(f"OPTIMIZE + VACUUM (retain {args.retention_hours} h) …")
-            report["tables"] = maintenance.optimize_and_vacuum(spark, args.retention_hours, args.dry_run)
-    print(json.dumps(report, default=str))
-    return 0
-
-
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("check", help="run the Great Expectations suites on a pipeline's tables; build Data Docs")
     add_pipeline_arg(p)
@@ -93,9 +66,3 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--table", help="validate this table instead of the kind's default (with one --kind)")
     p.add_argument("--no-docs", action="store_true", help="skip the Data Docs rebuild")
     p.set_defaults(handler=cmd_check)
-    p = sub.add_parser("maintenance", help="Delta OPTIMIZE/VACUUM, ops retention, retired checkpoint clean-up")
-    p.add_argument("--only", action="append", choices=["tables", "ops", "checkpoints"], help="run only these parts")
-    p.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention (>= 168)")
-    p.add_argument("--ops-retention-days", type=int, default=30, help="keep ops.* rows this many days")
-    p.add_argument("--dry-run", action="store_true", help="report what would be removed, change nothing")
-    p.set_defaults(handler=cmd_maintenance)

@@ -1,0 +1,48 @@
+"""``tidewater maintenance [--only tables|ops|checkpoints] [--dry-run]``: Delta housekeeping.
+
+OPTIMIZE + VACUUM of every layer table, ``ops.*`` retention and clean-up of retired speed-query
+checkpoints (``spark_jobs.maintenance``). Prints one JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tidewater.commands import config_from, progress
+
+
+def cmd_maintenance(args: argparse.Namespace) -> int:
+    from lakehouse.pipeline import available_pipelines
+    from spark_jobs import maintenance
+
+    cfg = config_from(args)
+    parts = args.only or ["tables", "ops", "checkpoints"]
+    if args.retention_hours < maintenance.MIN_RETENTION_HOURS:  # refuse before any Spark start
+        maintenance.optimize_and_vacuum(None, args.retention_hours)  # type: ignore[arg-type]
+    if args.ops_retention_days < 1:
+        maintenance.ops_retention(None, args.ops_retention_days)  # type: ignore[arg-type]
+    report: dict[str, object] = {"dry_run": args.dry_run}
+    if "checkpoints" in parts:
+        report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
+    if {"tables", "ops"} & set(parts):
+        from infra.spark_session import get_spark
+
+        spark = get_spark(cfg, "tidewater-maintenance")
+        if "ops" in parts:
+            progress(f"deleting ops rows older than {args.ops_retention_days} days …")
+            report["ops_rows_deleted"] = maintenance.ops_retention(spark, args.ops_retention_days, args.dry_run)
+        if "tables" in parts:
+            progress(f"OPTIMIZE + VACUUM (retain {args.retention_hours} h) …")
+            report["tables"] = maintenance.optimize_and_vacuum(spark, args.retention_hours, args.dry_run)
+    print(json.dumps(report, default=str))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("maintenance", help="Delta OPTIMIZE/VACUUM, ops retention, retired checkpoint clean-up")
+    p.add_argument("--only", action="append", choices=["tables", "ops", "checkpoints"], help="run only these parts")
+    p.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention (>= 168)")
+    p.add_argument("--ops-retention-days", type=int, default=30, help="keep ops.* rows this many days")
+    p.add_argument("--dry-run", action="store_true", help="report what would be removed, change nothing")
+    p.set_defaults(handler=cmd_maintenance)
