@@ -1,4 +1,9 @@
-"""The one place where table names, topic names and on-disk paths are derived.
+"""Table names, checkpoint folders and the shared on-disk paths under ``data_dir``.
+
+Topic names are each definition's ``topic`` field. Each local service names its own home folder
+under ``data_dir`` next to the code that owns it: ``kafka/`` (infra/services/kafka_broker.py),
+``metastore/`` (metastore.py), ``airflow/`` (airflow.py), ``docs/`` and ``gx_context/``
+(expectations/context.py).
 
 Layout under ``data_dir``::
 
@@ -9,6 +14,7 @@ Layout under ``data_dir``::
     run/              PID files of local services and detached jobs
     logs/             service and job logs
     secrets/          generated credentials (mode 0600)
+    versions/         active / previous speed version per pipeline (lakehouse.speed_versions)
     docs/             Great Expectations Data Docs
 """
 

@@ -1,0 +1,94 @@
+"""Pure functions of the jobs layer and the definitions layer, without Spark or services:
+the serving view's SQL, the suites' expectation specs, Kafka offsets parsing and the speed-version files."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from expectations.suites import expectation_specs
+from lakehouse.config import load_config
+from lakehouse.contracts import MIN_EVENT_MS, result_columns
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.serving import view_sql
+from spark_jobs.speed_control import parse_offsets, topic_offsets
+
+pytestmark = pytest.mark.unit
+CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def test_view_sql_lambda_cuts_batch_and_speed_on_complementary_predicates() -> None:
+    p = load_pipeline("sensor_readings")
+    sql = view_sql(p, "lambda", "speed.sensor_readings__v2", CUTOFF, batch_version=7)
+    assert "FROM batch.sensor_readings b LEFT JOIN speed.sensor_readings__v2 s" in sql
+    assert "WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert "WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert "'batch.sensor_readings v7 (run '" in sql and " UNION ALL " in sql
+    assert "abs(b.`avg_temperature` - s.`avg_temperature`) > 1e-09" in sql  # doubles: relative tolerance
+    assert "NOT (b.`event_count` <=> s.`event_count`)" in sql  # integers: exact
+    first_select = sql.split(" FROM ", 1)[0]
+    assert first_select.startswith("SELECT " + ", ".join(f"b.`{c}`" for c in result_columns(p)))
+
+
+def test_view_sql_before_any_batch_run_and_in_kappa_mode() -> None:
+    p = load_pipeline("sensor_readings")
+    lam = view_sql(p, "lambda", "speed.sensor_readings", None)
+    assert "TIMESTAMP '1970-01-01 00:00:00" in lam and "batch.sensor_readings v-1" in lam
+    kappa = view_sql(p, "kappa", "speed.sensor_readings", CUTOFF)
+    assert "batch." not in kappa and "UNION" not in kappa
+    assert "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality" in kappa
+
+
+def test_expectation_specs_per_kind() -> None:
+    p = load_pipeline("sensor_readings")
+    bronze = expectation_specs("bronze", p)
+    assert ("ExpectColumnValuesToNotBeNull", {"column": "event_id"}) in bronze
+    assert ("ExpectColumnValuesToBeBetween", {"column": p.event_time, "min_value": MIN_EVENT_MS,
+                                              "max_value": {"$PARAMETER": "max_event_ms"}}) in bronze
+    assert ("ExpectColumnValuesToBeBetween", {"column": "temperature", "min_value": -90.0, "max_value": 70.0}) in bronze
+    speed = expectation_specs("speed", p)
+    assert ("ExpectCompoundColumnsToBeUnique", {"column_list": list(p.grain)}) in speed
+    assert ("ExpectColumnPairValuesAToBeGreaterThanB",
+            {"column_A": "avg_temperature", "column_B": "min_temperature", "or_equal": True}) in speed
+    assert expectation_specs("serving_gap", p) == [
+        ("ExpectColumnValuesToBeBetween", {"column": "missing_windows", "min_value": 0, "max_value": 0})]
+    assert expectation_specs("quarantine", p)[0][1]["severity"] == "warning"
+    with pytest.raises(ValueError, match="unknown table kind"):
+        expectation_specs("gold", p)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"t": {"0": 5, "1": 7}}', {"t": {"0": 5, "1": 7}}),
+    ("{'t': {'0': 5}}", {"t": {"0": 5}}),  # a Python repr, as some progress rows carry
+    (None, {}), ("", {}), ("not offsets", {}),
+])
+def test_parse_offsets(text: str | None, expected: dict[str, object]) -> None:
+    assert parse_offsets(text) == expected
+
+
+def test_topic_offsets_picks_the_topic_and_casts() -> None:
+    row = {"end_offsets": '{"sensor-readings": {"0": "12", "1": 3}, "other": {"0": 1}}'}
+    assert topic_offsets(row, "sensor-readings") == {"0": 12, "1": 3}
+    assert topic_offsets({}, "sensor-readings") == {}
+
+
+def test_speed_versions_active_previous_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakehouse import naming
+    from lakehouse.speed_versions import (
+        active_version,
+        next_version,
+        previous_version,
+        recorded_previous_version,
+        set_active_version,
+    )
+
+    monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
+    cfg = load_config()
+    assert (active_version(cfg, "p"), recorded_previous_version(cfg, "p"), previous_version(cfg, "p", 1)) == (1, None, 0)
+    for query, version in (("speed", 3), ("stream", 4), ("ingest", 9)):  # ingest versions never count
+        naming.checkpoint_dir(cfg, "p", query, version).mkdir(parents=True)
+    assert next_version(cfg, "p", 1) == 5
+    set_active_version(cfg, "p", 5, previous=1)
+    assert (active_version(cfg, "p"), recorded_previous_version(cfg, "p"), previous_version(cfg, "p", 5)) == (5, 1, 1)
