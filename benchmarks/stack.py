@@ -7,8 +7,6 @@ commands) sees the same stack; they are restored and the services stopped on exi
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,42 +14,16 @@ from pathlib import Path
 from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
-PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWATER_METASTORE_PORT",
-             "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT")
 
 
 @contextmanager
 def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
-    from infra.jars import fetch_jars
-    from infra.services import kafka_broker, metastore, thrift_server
-    from infra.services.process import free_port
+    """The shared isolated stack (tidewater/isolated_stack.py) in lambda mode, for one benchmark run."""
     from lakehouse.config import load_config
+    from tidewater.isolated_stack import isolated_env, running_stack
 
-    data = Path(tempfile.mkdtemp(prefix="tidewater-bench-"))
-    env = {"TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(data),
-           "TIDEWATER_MODE": "lambda", **{var: str(free_port()) for var in PORT_VARS}}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    cfg = load_config()
-    try:
-        fetch_jars()
-        metastore.start(cfg)
-        kafka_broker.start(cfg)
+    with isolated_env("tidewater-bench-", {"TIDEWATER_MODE": "lambda"}, keep=keep), running_stack(load_config()) as cfg:
         yield cfg
-    finally:
-        from spark_jobs.speed_control import stop_all_speed
-
-        stop_all_speed(cfg)
-        thrift_server.stop(cfg)
-        kafka_broker.stop(cfg)
-        metastore.stop(cfg)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        if not keep:
-            shutil.rmtree(data, ignore_errors=True)
 
 
 def not_landed(*paths: str) -> str | None:

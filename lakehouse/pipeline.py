@@ -41,7 +41,13 @@ class Window:
 
     @property
     def size_seconds(self) -> int:
-        return duration_seconds(self.size or self.gap or "0 seconds")
+        """Length of a tumbling or sliding window; 0 for a session window (it has ``gap_seconds``)."""
+        return duration_seconds(self.size or "0 seconds")
+
+    @property
+    def gap_seconds(self) -> int:
+        """Inactivity that closes a session window; 0 for tumbling and sliding windows."""
+        return duration_seconds(self.gap or "0 seconds")
 
 
 @dataclass(frozen=True)

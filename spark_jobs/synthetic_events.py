@@ -89,7 +89,7 @@ def generate(
     """``n`` records whose clean event times advance by ``step_ms`` from ``start_ms``."""
     rng = random.Random(seed)
     sent: list[dict[str, object]] = []
-    late_back_ms = (p.watermark_seconds + p.window.size_seconds + 60) * 1000
+    late_back_ms = (p.watermark_seconds + p.window.size_seconds + p.window.gap_seconds + 60) * 1000
     for i in range(n):
         ts = int(start_ms + i * step_ms)
         roll = rng.random()

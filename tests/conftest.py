@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,48 +23,19 @@ REPO = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def isolated_env() -> Iterator[dict[str, str]]:
     """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs."""
-    from infra.services.process import free_port
+    from tidewater.isolated_stack import isolated_env as tidewater_isolated_env
 
-    data = Path(tempfile.mkdtemp(prefix="tidewater-test-"))
-    env = {
-        "TIDEWATER_CONFIG": str(REPO / "tidewater.yml"),
-        "TIDEWATER_DATA_DIR": str(data),
-        "TIDEWATER_KAFKA_PORT": str(free_port()),
-        "TIDEWATER_KAFKA_CONTROLLER_PORT": str(free_port()),
-        "TIDEWATER_METASTORE_PORT": str(free_port()),
-        "TIDEWATER_THRIFT_PORT": str(free_port()),
-        "TIDEWATER_AIRFLOW_PORT": str(free_port()),
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with tidewater_isolated_env("tidewater-test-", keep=os.environ.get("TIDEWATER_KEEP_TEST_DATA") == "1") as env:
         yield env
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        if os.environ.get("TIDEWATER_KEEP_TEST_DATA") != "1":
-            shutil.rmtree(data, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def running_stack(cfg: Any) -> Iterator[Any]:
     """Real metastore + Kafka broker; stops them (and any speed job) even when a start fails."""
-    from infra.jars import fetch_jars
-    from infra.services import kafka_broker, metastore
-    from spark_jobs.speed_control import stop_all_speed
+    from tidewater.isolated_stack import running_stack as tidewater_running_stack
 
-    fetch_jars()
-    try:
-        metastore.start(cfg)
-        kafka_broker.start(cfg)
-        yield cfg
-    finally:
-        stop_all_speed(cfg)
-        kafka_broker.stop(cfg)
-        metastore.stop(cfg)
+    with tidewater_running_stack(cfg) as running:
+        yield running
 
 
 @contextlib.contextmanager

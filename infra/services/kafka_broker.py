@@ -11,7 +11,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from infra.services.process import ManagedProcess, port_open, wait_until
+from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -111,10 +111,8 @@ def start(cfg: TidewaterConfig, timeout: float = 90) -> int:
     props.write_text(server_properties(cfg))
     (home / "log4j2.properties").write_text(LOG4J2)
     _format_storage(cfg, props)
-    pid = proc.start(_java_cmd(cfg, MAIN_CLASS, str(props), heap="768m"))
-    if not wait_until(lambda: healthy(cfg) or not proc.running(), timeout) or not proc.running():
-        raise ServiceError(f"kafka: broker did not become healthy; log {proc.log_file}:\n{proc.tail(15)}")
-    return pid
+    return start_healthy(proc, _java_cmd(cfg, MAIN_CLASS, str(props), heap="768m"), lambda: healthy(cfg), timeout,
+                         "kafka: broker did not become healthy")
 
 
 def stop(cfg: TidewaterConfig) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 
-from infra.services.process import ManagedProcess, port_open, wait_until
+from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -63,10 +63,7 @@ def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
         "org.apache.derby.drda.NetworkServerControl", "start",
         "-h", cfg.metastore.host, "-p", str(cfg.metastore.port), "-noSecurityManager",
     ]
-    pid = proc.start(argv)
-    if not wait_until(lambda: healthy(cfg) or not proc.running(), timeout) or not proc.running():
-        raise ServiceError(f"metastore: Derby did not start; log {proc.log_file}:\n{proc.tail(10)}")
-    return pid
+    return start_healthy(proc, argv, lambda: healthy(cfg), timeout, "metastore: Derby did not start", tail=10)
 
 
 def stop(cfg: TidewaterConfig) -> bool:

@@ -201,3 +201,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def start_healthy(proc: ManagedProcess, argv: Sequence[str], healthy: Callable[[], bool], timeout: float,
+                  failure: str, tail: int = 15, interval: float = 0.5, env: dict[str, str] | None = None,
+                  cwd: Path | None = None) -> int:
+    """Start a service's process and wait until ``healthy()``: the one start path of the metastore, Kafka
+    and the Thrift server. A process that exits or a timeout raises ``failure`` with the log's tail."""
+    from lakehouse.errors import ServiceError
+
+    pid = proc.start(argv, env=env, cwd=cwd)
+    if not wait_until(lambda: healthy() or not proc.running(), timeout, interval) or not proc.running():
+        raise ServiceError(f"{failure}; log {proc.log_file}:\n{proc.tail(tail)}")
+    return pid
+

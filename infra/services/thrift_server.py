@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from infra.services.process import ManagedProcess, port_open, wait_until
+from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -105,10 +105,8 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
            "SPARK_LOG_DIR": str(naming.logs_dir(cfg)), "SPARK_PID_DIR": str(naming.run_dir(cfg))}
     argv, secret = command(cfg)
     _write_properties(properties_file(cfg), secret)
-    pid = proc.start(argv, env=env, cwd=cfg.data_dir)
-    if not wait_until(lambda: healthy(cfg) or not proc.running(), timeout, interval=1) or not proc.running():
-        raise ServiceError(f"thrift: the Thrift server did not start; log {proc.log_file}:\n{proc.tail(15)}")
-    return pid
+    return start_healthy(proc, argv, lambda: healthy(cfg), timeout, "thrift: the Thrift server did not start",
+                         interval=1, env=env, cwd=cfg.data_dir)
 
 
 def stop(cfg: TidewaterConfig) -> bool:

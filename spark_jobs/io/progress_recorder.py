@@ -51,17 +51,18 @@ def _offsets(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True)
 
 
-def progress_row(pipeline: str, query: str, version: int, p: dict[str, Any]) -> dict[str, Any]:
-    ops = p.get("stateOperators") or []
-    source = (p.get("sources") or [{}])[0]
+def progress_row(pipeline: str, query: str, version: int, progress: dict[str, Any]) -> dict[str, Any]:
+    """One ``ops.stream_progress`` row from a query's progress event (Spark's ``StreamingQueryProgress`` JSON)."""
+    ops = progress.get("stateOperators") or []
+    source = (progress.get("sources") or [{}])[0]
     return {
-        "pipeline": pipeline, "query": query, "query_version": version, "run_id": p.get("runId"),
-        "batch_id": int(p["batchId"]), "batch_time": _ts(p.get("timestamp")),
-        "input_rows": int(p.get("numInputRows") or 0),
-        "input_rows_per_second": float(p.get("inputRowsPerSecond") or 0.0),
-        "processed_rows_per_second": float(p.get("processedRowsPerSecond") or 0.0),
-        "batch_duration_ms": int((p.get("durationMs") or {}).get("triggerExecution") or 0),
-        "watermark": _ts((p.get("eventTime") or {}).get("watermark")),
+        "pipeline": pipeline, "query": query, "query_version": version, "run_id": progress.get("runId"),
+        "batch_id": int(progress["batchId"]), "batch_time": _ts(progress.get("timestamp")),
+        "input_rows": int(progress.get("numInputRows") or 0),
+        "input_rows_per_second": float(progress.get("inputRowsPerSecond") or 0.0),
+        "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
+        "batch_duration_ms": int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+        "watermark": _ts((progress.get("eventTime") or {}).get("watermark")),
         "state_rows": sum(int(o.get("numRowsTotal") or 0) for o in ops),
         "rows_dropped_by_watermark": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops),
         "end_offsets": _offsets(source.get("endOffset")),
@@ -145,12 +146,13 @@ class ProgressRecorder:
         by_query: dict[str, list[dict[str, Any]]] = {}
         while True:
             try:
-                p = self.events.get_nowait()
+                progress = self.events.get_nowait()
             except queue.Empty:
                 break
-            query = self._query(str(p["name"]))
+            query = self._query(str(progress["name"]))
             if query in self.checkpoints:
-                by_query.setdefault(query, []).append(progress_row(self.pipeline, query, self.checkpoints[query][0], p))
+                by_query.setdefault(query, []).append(
+                    progress_row(self.pipeline, query, self.checkpoints[query][0], progress))
         for query, rows in by_query.items():
             self.write(query, rows)
 

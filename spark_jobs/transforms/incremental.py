@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline, duration_seconds
-from spark_jobs.transforms.windows import window_column, windowed_aggregate
+from spark_jobs.transforms.windows import event_in_window, window_column, windowed_aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -53,7 +53,7 @@ def window_end(p: Pipeline) -> Column:
     from pyspark.sql import functions as F
 
     if p.window.type == "session":
-        return F.col("max_event_time") + F.expr(f"INTERVAL {p.window.size_seconds} SECONDS")
+        return F.col("max_event_time") + F.expr(f"INTERVAL {p.window.gap_seconds} SECONDS")
     return F.col("window_end")
 
 
@@ -98,14 +98,12 @@ def recompute_sessions(p: Pipeline, history: DataFrame, new_events: DataFrame,
     """Sessions: recompute affected keys; keep sessions holding a new event or newly completed."""
     from pyspark.sql import functions as F
 
-    gap = p.window.size_seconds
+    gap = p.window.gap_seconds
     open_at_cutoff = history.where(
         F.col("event_time") > ts_literal(old_cutoff) - F.expr(f"INTERVAL {gap} SECONDS")).select(*p.keys)
     keys = new_events.select(*p.keys).union(open_at_cutoff).distinct()
     sessions = history.join(F.broadcast(keys), list(p.keys), "left_semi").transform(windowed_aggregate(p, streaming=False))
-    hits = (sessions.alias("s").join(new_events.alias("n"), [*(F.col(f"s.{k}") == F.col(f"n.{k}") for k in p.keys),
-                                                             F.col("n.event_time") >= F.col("s.window_start"),
-                                                             F.col("n.event_time") < F.col("s.window_end")], "left_semi")
+    hits = (sessions.alias("s").join(new_events.alias("n"), event_in_window(p, "s", "n"), "left_semi")
             .select(*p.grain).distinct().withColumn("_touched", F.lit(True)))
     marked = sessions.join(hits, list(p.grain), "left")
     keep = (F.col("_touched").isNotNull() | (window_end(p) > ts_literal(old_cutoff))) & (

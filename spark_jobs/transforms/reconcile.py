@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import Pipeline
-from spark_jobs.transforms.windows import window_column
+from spark_jobs.transforms.windows import event_in_window, window_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,9 +38,7 @@ def window_event_counts(p: Pipeline, events: DataFrame, windows: DataFrame, pref
     grain = list(p.grain)
     if p.window.type == "session":
         w, e = windows.select(*grain).alias("w"), events.alias("e")
-        cond = [*(F.col(f"w.{k}") == F.col(f"e.{k}") for k in p.keys),
-                F.col("e.event_time") >= F.col("w.window_start"), F.col("e.event_time") < F.col("w.window_end")]
-        placed = w.join(e, cond).select(*(F.col(f"w.{c}").alias(c) for c in grain), F.col(f"e.{p.event_id}").alias("_id"))
+        placed = w.join(e, event_in_window(p, "w", "e")).select(*(F.col(f"w.{c}").alias(c) for c in grain), F.col(f"e.{p.event_id}").alias("_id"))
     else:
         placed = (events.select(*p.keys, window_column(p).alias("w"), F.col(p.event_id).alias("_id"))
                   .select(*p.keys, F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "_id")

@@ -45,6 +45,16 @@ def aggregate_column(agg: Aggregate, exact_distinct: bool) -> Column:
     return getattr(F, agg.fn)(col).alias(agg.name)
 
 
+def event_in_window(p: Pipeline, windows: str, events: str) -> list[Column]:
+    """Join condition placing an event (alias ``events``) into a result window (alias ``windows``) of the
+    same keys: ``window_start <= event_time < window_end`` (how session windows are assigned their events)."""
+    from pyspark.sql import functions as F
+
+    return [*(F.col(f"{windows}.{k}") == F.col(f"{events}.{k}") for k in p.keys),
+            F.col(f"{events}.event_time") >= F.col(f"{windows}.window_start"),
+            F.col(f"{events}.event_time") < F.col(f"{windows}.window_end")]
+
+
 def windowed_aggregate(p: Pipeline, streaming: bool) -> Callable[[DataFrame], DataFrame]:
     """Group bronze-shaped events by keys and event-time window and compute the aggregates."""
 

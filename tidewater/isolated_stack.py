@@ -1,0 +1,64 @@
+"""An isolated local stack for tests and benchmarks: own temp data folder, own free ports, real services.
+
+``isolated_env`` exports ``TIDEWATER_*`` variables (data folder, every service port) so that every
+subprocess (CLI, detached jobs, Airflow) sees the same stack, and restores them on exit;
+``running_stack`` starts the real Derby metastore and Kafka broker and, even when a start fails,
+stops them and anything the run started (speed and replay jobs, the Thrift server).
+The test fixtures (tests/conftest.py) and the benchmark harness (benchmarks/stack.py) both use it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWATER_METASTORE_PORT",
+             "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT")
+
+
+@contextmanager
+def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = False) -> Iterator[dict[str, str]]:
+    """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs; the folder
+    is deleted afterwards unless ``keep``."""
+    from infra.services.process import free_port
+
+    data = Path(tempfile.mkdtemp(prefix=prefix))
+    env = {"TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(data),
+           **{var: str(free_port()) for var in PORT_VARS}, **(extra or {})}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if not keep:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+@contextmanager
+def running_stack(cfg: Any) -> Iterator[Any]:
+    """Real metastore + Kafka broker; stops them (and any speed job or Thrift server) even when a start fails."""
+    from infra.jars import fetch_jars
+    from infra.services import kafka_broker, metastore, thrift_server
+    from spark_jobs.speed_control import stop_all_speed
+
+    fetch_jars()
+    try:
+        metastore.start(cfg)
+        kafka_broker.start(cfg)
+        yield cfg
+    finally:
+        stop_all_speed(cfg)
+        thrift_server.stop(cfg)
+        kafka_broker.stop(cfg)
+        metastore.stop(cfg)
