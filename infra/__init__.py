@@ -1,1 +1,1 @@
-"""What runs underneath: local services (Kafka, metastore, Thrift, Airflow) and JVM jars."""
+"""What runs underneath: the Spark session factory, local services (Kafka, metastore, Thrift, Airflow) and JVM jars."""

@@ -1,1 +1,1 @@
-"""Tidewater's definitions: what the data is (pipelines, contracts, config, catalog, CLI)."""
+"""Tidewater's definitions (the bottom layer): pipelines, contracts, naming, config, speed versions."""
