@@ -91,12 +91,17 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
     return ManagedProcess("superset", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
-def provision(cfg: TidewaterConfig) -> list[str]:
-    """Metadata DB, roles, admin user, database connection, datasets, charts, dashboard (idempotent)."""
+def _prepare(cfg: TidewaterConfig) -> None:
     if not Path(_bin("superset")).exists():
         raise ServiceError(f"superset: {VENV} is missing; run 'make bi' (it installs Superset there)")
     home(cfg).mkdir(parents=True, exist_ok=True)
     _secrets(cfg)
+
+
+def provision(cfg: TidewaterConfig) -> list[str]:
+    """Metadata DB, roles, admin user, database connection, datasets, charts, dashboard (idempotent).
+    ``start`` does the same inside the server process (infra/superset/wsgi.py)."""
+    _prepare(cfg)
     out = subprocess.run([_bin("python"), str(ASSETS / "provision.py")], env={**os.environ, **env(cfg)},
                          cwd=home(cfg), capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
@@ -105,7 +110,7 @@ def provision(cfg: TidewaterConfig) -> list[str]:
     return [line for line in out.stdout.splitlines() if line.startswith("provision:")]
 
 
-def start(cfg: TidewaterConfig, timeout: float = 180) -> int:
+def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     proc = _process(cfg)
     if proc.running():
         return proc.pid() or 0
@@ -114,10 +119,10 @@ def start(cfg: TidewaterConfig, timeout: float = 180) -> int:
     if port_open(cfg.bi.host, cfg.bi.port):
         raise ServiceError(f"superset: port {cfg.bi.port} is already in use; set bi.port or TIDEWATER_BI_PORT")
     first = not secrets_file(cfg).exists()
-    provision(cfg)
+    _prepare(cfg)
     argv = [_bin("gunicorn"), "--bind", f"{cfg.bi.host}:{cfg.bi.port}", "--workers", "1", "--threads", "8",
-            "--worker-class", "gthread", "--timeout", "300", "superset.app:create_app()"]
-    pid = proc.start(argv, env=env(cfg), cwd=home(cfg), marker="superset.app:create_app()")
+            "--worker-class", "gthread", "--timeout", "300", "--pythonpath", str(ASSETS), "wsgi:application"]
+    pid = proc.start(argv, env=env(cfg), cwd=home(cfg), marker=str(ASSETS))
     if not wait_until(lambda: healthy(cfg) or not proc.running(), timeout, interval=1) or not proc.running():
         raise ServiceError(f"superset: not healthy after {timeout:.0f}s; log {proc.log_file}:\n{proc.tail(15)}")
     if first:

@@ -61,13 +61,12 @@ def admin_user(name: str, password: str) -> object:
     return user
 
 
-def main() -> int:
+def provision(app: object) -> None:
+    """Everything above, inside ``app`` (the server's own app: see wsgi.py)."""
     from flask import g
-    from superset.app import create_app
 
-    app = create_app()
     say("app loaded")
-    with app.app_context():
+    with app.app_context():  # type: ignore[attr-defined]
         from importlib.metadata import version
 
         from superset import db
@@ -84,6 +83,12 @@ def main() -> int:
         ImportDashboardsCommand(contents, overwrite=True).run()
         db.session.commit()
         say(f"imported {len(bundle.DATASETS)} datasets, {len(bundle.CHARTS)} charts, dashboard '{bundle.SLUG}'")
+
+
+def main() -> int:
+    from superset.app import create_app
+
+    provision(create_app())
     return 0
 
 
