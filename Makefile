@@ -5,6 +5,8 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.tidewater-installed
+BI_VENV := .venv-bi
+BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -20,6 +22,20 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -c "import pyspark, delta, airflow, great_expectations, kafka" \
 	  || { echo "tidewater: Python packages are inconsistent (import failed); see pip output above"; exit 1; }
 	@touch $(STAMP)
+
+$(BI_STAMP): infra/superset/constraints.txt
+	@echo "… creating $(BI_VENV) for Apache Superset (its own pins: SQLAlchemy < 2; about 2 minutes the first time)"
+	@test -x $(BI_VENV)/bin/python || $(PY) -m venv $(BI_VENV)
+	@$(BI_VENV)/bin/pip install -q --upgrade pip
+	@$(BI_VENV)/bin/pip install -q -c infra/superset/constraints.txt "apache-superset[spark]" rich cachetools
+	@$(BI_VENV)/bin/python -c "import superset.cli.main, pyhive.sqlalchemy_hive, thrift_sasl, gunicorn" \
+	  || { echo "tidewater: $(BI_VENV) is inconsistent (import failed); see pip output above"; exit 1; }
+	@touch $(BI_STAMP)
+
+bi-venv: $(BI_STAMP) ## Install Apache Superset into its own virtualenv .venv-bi (pinned)
+
+bi: setup bi-venv ## Superset on 127.0.0.1 with the sensor_readings dashboard (starts the stack if needed)
+	@TIDEWATER_BI_ENABLED=true $(BIN)/tidewater up
 
 setup: $(STAMP) system-deps ## Install everything: venv + pinned packages, JVM jars via Maven, system packages
 	@$(BIN)/tidewater setup
@@ -39,7 +55,7 @@ down: ## Stop everything `up` and the jobs started
 status: ## Health of every local service
 	@$(BIN)/tidewater status
 
-test: setup ## Install everything and run the whole test suite (unit, spark, integration, e2e)
+test: setup bi-venv ## Install everything and run the whole test suite (unit, spark, integration, e2e)
 	@$(BIN)/pytest $(PYTEST_ARGS)
 
 test-fast: setup ## Unit and Spark tests only
@@ -61,4 +77,4 @@ bench-quick: setup ## Smoke-size benchmark run
 clean: down ## Stop services and delete local data (.tidewater/)
 	@rm -rf .tidewater
 
-.PHONY: help setup system-deps demo up down status test test-fast lint bench bench-quick clean
+.PHONY: help setup bi-venv bi system-deps demo up down status test test-fast lint bench bench-quick clean

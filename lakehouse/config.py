@@ -26,6 +26,8 @@ ENV_OVERRIDES = {
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
+    "TIDEWATER_BI_ENABLED": "bi.enabled",
+    "TIDEWATER_BI_PORT": "bi.port",
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
@@ -52,7 +54,7 @@ class SparkConfig:
     master: str = "local[*]"
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
-    trigger_seconds: int = 5
+    trigger_seconds: int = 1
     max_offsets_per_trigger: int = 200_000
 
 
@@ -70,6 +72,14 @@ class AirflowConfig:
 
 
 @dataclass(frozen=True)
+class BiConfig:
+    """Apache Superset (``make bi``, infra/services/superset.py); loopback only."""
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8088
+
+
+@dataclass(frozen=True)
 class ReplayConfig:
     max_lag_records: int = 0
 
@@ -84,6 +94,7 @@ class TidewaterConfig:
     thrift: HostPort = field(default_factory=lambda: HostPort(port=10000))
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    bi: BiConfig = field(default_factory=BiConfig)
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
     jvm_options: str = ""       # extra flags for every JVM Tidewater starts (Spark, Kafka, metastore)
     source: str = "<defaults>"
@@ -111,6 +122,10 @@ def _coerce(key: str, value: Any, typ: Any, default: Any) -> Any:
             return int(value)
         except (TypeError, ValueError):
             raise ConfigError(key, value, "an integer, e.g. 4") from None
+    if type_name == "bool":
+        if isinstance(value, bool) or str(value).lower() in ("true", "false", "1", "0"):
+            return value if isinstance(value, bool) else str(value).lower() in ("true", "1")
+        raise ConfigError(key, value, "true or false")
     if type_name == "str":
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(key, value, "a string")
@@ -168,9 +183,12 @@ def _validate(cfg: TidewaterConfig) -> None:
         ("metastore.port", cfg.metastore.port),
         ("thrift.port", cfg.thrift.port),
         ("airflow.port", cfg.airflow.port),
+        ("bi.port", cfg.bi.port),
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
+    if cfg.bi.host not in ("127.0.0.1", "localhost", "::1"):
+        raise ConfigError("bi.host", cfg.bi.host, "a loopback address (127.0.0.1): Superset is local only")
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if cfg.spark.trigger_seconds < 0:

@@ -140,9 +140,27 @@ STREAM_PROGRESS = Contract(
     grain=("pipeline", "query", "query_version", "run_id", "batch_id"),
 )
 
+# What a CREATE TABLE IF NOT EXISTS raises while another process creates the same table: Delta has
+# written files at the location but not yet committed its log, or the metastore entry appeared meanwhile.
+CREATE_RACE_ERRORS = ("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION", "TABLE_OR_VIEW_ALREADY_EXISTS",
+                      "TABLE_ALREADY_EXISTS", "AlreadyExistsException")
+
+
 def ensure(spark: SparkSession, *contracts: Contract) -> None:
+    """Create the tables that are missing. The ``ops`` tables are shared by every pipeline's jobs, which
+    may start at once (the speed supervisor DAG's tasks run in parallel): a CREATE that loses the race
+    is retried until the winner's table is complete, instead of the job dying at start."""
+    import time
+
     for contract in contracts:
-        spark.sql(contract.ddl())
+        for attempt in range(40):
+            try:
+                spark.sql(contract.ddl())
+                break
+            except Exception as exc:
+                if attempt == 39 or not any(code in str(exc) for code in CREATE_RACE_ERRORS):
+                    raise
+                time.sleep(0.5)
 
 
 BATCH_RUNS = Contract(

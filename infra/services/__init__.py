@@ -8,4 +8,5 @@ SERVICE_MODULES = (
     "infra.services.kafka_broker",
     "infra.services.thrift_server",
     "infra.services.airflow",
+    "infra.services.superset",  # only when bi.enabled (``make bi``)
 )

@@ -126,3 +126,16 @@ def prepare_speed_table(spark: SparkSession, table: str, starting_offsets: str) 
                              "or rebuild into a new version with 'tidewater replay'")
     spark.sql(f"DELETE FROM {table}")
     return True
+
+
+def floor_sql(floors: dict[str, int] | None) -> str:
+    """SQL: the record is at or after its partition's floor offset (true without floors)."""
+    if not floors:
+        return "true"
+    cases = " ".join(f"WHEN {int(part)} THEN {int(first)}" for part, first in floors.items())
+    return f"kafka_offset >= CASE kafka_partition {cases} ELSE 0 END"
+
+
+def from_floor(df: Any, floors: dict[str, int] | None) -> Any:
+    """Rows at or after each partition's floor offset (all rows without floors)."""
+    return df.where(floor_sql(floors)) if floors else df

@@ -1,15 +1,17 @@
 """foreachBatch sink of the ``stream`` query: Kafka is read and parsed ONCE per micro-batch for
 bronze, quarantine, the speed table and the query's own ``ops.stream_progress`` rows.
 
-Roles (``ingest``, ``speed``): the main job has both, a Kappa replay only ``speed``. Per micro-batch:
+Roles (``ingest``, ``speed``): the main job has both, a Kappa replay only ``speed``. Per micro-batch,
+one job over the cached records answers every count; then two threads write side by side:
 
-1. ingest: valid events -> ``bronze.<p>``, unusable records -> ``quarantine.<p>``;
-2. speed: events behind the watermark are counted and left out (bronze keeps them); the first
-   copy of every event id (``partials.first_copies`` against bronze within the dedup horizon)
-   is aggregated into per-window partials, which ONE MERGE folds into the speed table. The MERGE
-   condition bounds ``window_start`` by the micro-batch's own events, so Delta reads only the
-   files of those windows; windows whose end the watermark has passed get ``is_final``;
-3. one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events).
+1. ingest (a thread of its own): valid events -> ``bronze.<p>``, unusable records -> ``quarantine.<p>``;
+2. speed (the calling thread, so that fresh windows are visible as early as possible): events behind
+   the watermark are counted and left out (bronze keeps them); the first copy of every event id
+   (``partials.first_copies`` against bronze within the dedup horizon, with or without this
+   micro-batch's own append) is aggregated into per-window partials, which ONE MERGE folds into the
+   speed table. The MERGE condition bounds ``window_start`` by the micro-batch's own events, so Delta
+   reads only the files of those windows; windows whose end the watermark has passed get ``is_final``;
+3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events).
 
 Every Delta write is idempotent with ``txnAppId`` = sink + the checkpoint's query id and
 ``txnVersion`` = micro-batch id (for the MERGE through Delta's session confs), so a micro-batch
@@ -29,17 +31,10 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.pipeline import Pipeline, duration_seconds
 from lakehouse.utc import as_utc, sql_timestamp
+from spark_jobs.io.background import Background
 
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 TXN_APP_CONF, TXN_VERSION_CONF = "spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion"
-
-
-def from_floor(df: Any, floors: dict[str, int] | None) -> Any:
-    """Rows at or after each partition's floor offset (all rows without floors)."""
-    if not floors:
-        return df
-    cases = " ".join(f"WHEN {int(part)} THEN {int(first)}" for part, first in floors.items())
-    return df.where(f"kafka_offset >= CASE kafka_partition {cases} ELSE 0 END")
 
 
 class StreamBatch:
@@ -63,8 +58,7 @@ class StreamBatch:
         from pyspark.sql import functions as F
 
         from spark_jobs.io import lineage
-        from spark_jobs.io.delta_io import idempotent_append
-        from spark_jobs.transforms.parse import quarantined, valid_events
+        from spark_jobs.io.lineage import from_floor
 
         started = self.mark = time.monotonic()
         self.steps: dict[str, float] = {}
@@ -75,59 +69,81 @@ class StreamBatch:
         df = df.drop(WATERMARK_COLUMN).withColumn(
             "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
         try:
+            stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
+            self.step("parse")
             rows: dict[str, tuple[int, int, int | None]] = {}
+            ingest = None
             if "ingest" in self.roles:
-                mine = from_floor(df, self.floors.get("ingest"))
-                n, bad = mine.agg(F.count(F.lit(1)), F.count("reason_code")).collect()[0]
-                self.step("parse")
-                idempotent_append(valid_events(mine).withColumn("event_date", F.to_date("event_time")),
-                                  naming.table("bronze", self.p.name), self.app("bronze"), batch_id)
-                self.step("bronze")
-                if bad:  # an empty append would still cost a commit
-                    idempotent_append(quarantined(mine), naming.table("quarantine", self.p.name),
-                                      self.app("quarantine"), batch_id)
-                    self.step("quarantine")
-                rows["ingest"] = (naming.INGEST_VERSION, int(n), None)
-            if "speed" in self.roles:
-                mine = from_floor(df, self.floors.get("speed"))
-                n, late = self.speed(mine, batch_id, wm)
-                rows["speed"] = (self.version, n, late)
+                rows["ingest"] = (naming.INGEST_VERSION, int(stats["n_ingest"]), None)
+                ingest = Background(self.ingest, from_floor(df, self.floors.get("ingest")), batch_id,
+                                    int(stats["bad"]))
+            try:
+                if "speed" in self.roles:
+                    late = int(stats["late"] or 0)
+                    self.speed(from_floor(df, self.floors.get("speed")), batch_id, wm, stats["lo"], stats["hi"])
+                    rows["speed"] = (self.version, int(stats["n_speed"]), late)
+            finally:
+                if ingest is not None:
+                    self.steps["bronze+quarantine"] = ingest.join()
             self.record(batch_id, meta, end, wm, rows, started)
             self.step("ops")
             print(f"stream: batch {batch_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in self.steps.items()), flush=True)
         finally:
             df.unpersist()
 
+    def stats(self, df: Any, wm: datetime | None) -> Any:
+        """Per role (its floor applied): records, unusable records, late events, and the event-time
+        range of valid events (``lo``: on-time only)."""
+        from pyspark.sql import functions as F
+
+        from spark_jobs.io.lineage import floor_sql
+
+        ingest, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "speed"))
+        valid = F.col("reason_code").isNull()
+        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
+        return df.agg(F.count_if(ingest).alias("n_ingest"), F.count_if(ingest & ~valid).alias("bad"),
+                      F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late_if).alias("late"),
+                      F.min(F.when(speed & valid & ~late_if, F.col("event_time"))).alias("lo"),
+                      F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
+
+    def ingest(self, records: Any, batch_id: int, bad: int) -> None:
+        """Valid events -> bronze, unusable records -> quarantine (run beside the speed MERGE)."""
+        from pyspark.sql import functions as F
+
+        from spark_jobs.io.delta_io import idempotent_append
+        from spark_jobs.transforms.parse import quarantined, valid_events
+
+        idempotent_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
+                          naming.table("bronze", self.p.name), self.app("bronze"), batch_id)
+        if bad:  # an empty append would still cost a commit
+            idempotent_append(quarantined(records), naming.table("quarantine", self.p.name),
+                              self.app("quarantine"), batch_id)
+
     def step(self, name: str) -> None:
         now = time.monotonic()
         self.steps[name] = now - self.mark
         self.mark = now
 
-    def speed(self, records: Any, batch_id: int, wm: datetime | None) -> tuple[int, int]:
-        """Fold the micro-batch's on-time first copies into the speed table; returns (records, late)."""
+    def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
+        """Fold the micro-batch's on-time first copies into the speed table."""
         from pyspark.sql import functions as F
 
         from spark_jobs.transforms.parse import valid_events
         from spark_jobs.transforms.partials import first_copies, partial_aggregate
 
-        valid = F.col("reason_code").isNull()
-        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
-        stats = records.agg(F.count(F.lit(1)).alias("n"), F.sum((valid & late_if).cast("int")).alias("late"),
-                            F.min(F.when(valid & ~late_if, F.col("event_time"))).alias("lo"),
-                            F.max(F.when(valid, F.col("event_time"))).alias("hi")).collect()[0]
-        self.step("stats")
-        n, late = int(stats["n"]), int(stats["late"] or 0)
-        lo: datetime | None = as_utc(stats["lo"]) if stats["lo"] is not None else None
-        hi: datetime | None = as_utc(stats["hi"]) if stats["hi"] is not None else None
+        lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
+        hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
         if lo is None:
             if hi is not None:
                 self.finalize(max(x for x in (wm, hi - timedelta(seconds=self.p.watermark_seconds)) if x is not None))
-            return n, late
-        events = valid_events(records)
+            return
+        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
         delay = timedelta(seconds=self.p.watermark_seconds)
-        on_time = events.where(~late_if)
+        on_time = valid_events(records).where(~late_if)
         bronze = (self.spark.table(naming.table("bronze", self.p.name))
                   .where((F.col("event_time") >= F.lit(lo - delay)) & (F.col("event_date") >= F.lit((lo - delay).date()))))
+        # bronze may or may not hold this micro-batch yet (its append runs beside): first_copies
+        # gives the same answer either way, because the candidates are part of the history too
         history = bronze.select(self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset").unionByName(
             on_time.select(self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset"))
         partials = first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
@@ -136,7 +152,6 @@ class StreamBatch:
         self.step("merge")
         self.finalize(wm_after)
         self.step("finalize")
-        return n, late
 
     def merge(self, partials: Any, batch_id: int, lo: datetime, wm_after: datetime) -> None:
         from delta.tables import DeltaTable
