@@ -13,6 +13,7 @@ from datetime import datetime
 from airflow.sdk import Asset, Param, TaskGroup, dag, get_current_context, task
 
 from dags.tidewater_common import DEFAULT_ARGS, batch_schedule, last_json, mode, pipelines, run_tidewater
+from lakehouse.errors import NothingToDo
 
 
 def _selected(pipeline: str) -> None:
@@ -31,7 +32,7 @@ def pipeline_steps(p: str) -> None:
 
         full = bool(get_current_context()["params"].get("full"))
         proc = run_tidewater("batch", pipeline, *(["--full"] if full else []), "--stage-only", check=False)
-        if proc.returncode == 2 and "is empty" in proc.stderr:
+        if proc.returncode == NothingToDo.EXIT_CODE:
             raise AirflowSkipException(f"bronze.{pipeline} has no events yet: nothing to publish")
         if proc.returncode != 0:
             raise RuntimeError(f"'tidewater batch {pipeline} --stage-only' exited {proc.returncode}")
@@ -45,7 +46,7 @@ def pipeline_steps(p: str) -> None:
 
         proc = run_tidewater("check", pipeline, "--kind", "staging", check=False)
         if proc.returncode == 1:  # expectations failed: bad data does not heal by retrying
-            failing = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("FAILED")]
+            failing = [f for fs in last_json(proc.stdout).get("failures", {}).values() for f in fs]
             raise AirflowFailException(f"quality gate: {staged['staging_table']} not published; " + " | ".join(failing))
         if proc.returncode != 0:  # infrastructure trouble: let Airflow retry
             raise RuntimeError(f"'tidewater check {pipeline} --kind staging' exited {proc.returncode}")

@@ -1,4 +1,4 @@
-"""Errors that Tidewater reports to users as one clear line (the CLI prints them, exit 2)."""
+"""Errors that Tidewater reports to users as one clear line (the CLI prints them, exit 2; ``NothingToDo`` 3)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from typing import Any
 
 class TidewaterError(Exception):
     """A problem the user can fix; ``str()`` is the whole message, naming problem and fix."""
+
+
+class NothingToDo(TidewaterError):
+    """Nothing to do yet (e.g. a batch run over an empty bronze table): not a failure. The CLI exits
+    with ``EXIT_CODE`` so that callers (Airflow tasks) decide on the exit status, not on the text."""
+
+    EXIT_CODE = 3
 
 
 class ConfigError(TidewaterError):

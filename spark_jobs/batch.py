@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
-from lakehouse.errors import TidewaterError
+from lakehouse.errors import NothingToDo, TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
@@ -102,7 +102,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top"),
                          F.max("kafka_timestamp").alias("arrived")).collect()[0]
     if not stats["n"]:
-        raise TidewaterError(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
+        raise NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
                              f"('tidewater speed start {p.name}') and produce events first")
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     last = None if full else batch_runs.last_published(spark, p.name)

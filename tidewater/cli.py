@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from lakehouse.errors import TidewaterError
+from lakehouse.errors import NothingToDo, TidewaterError
 
 COMMAND_MODULES = (
     "tidewater.commands.stack",      # setup, up, down, status, config show
@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)
+    except NothingToDo as exc:
+        print(f"tidewater: {exc}", file=sys.stderr)
+        return NothingToDo.EXIT_CODE
     except TidewaterError as exc:
         print(f"tidewater: {exc}", file=sys.stderr)
         return 2

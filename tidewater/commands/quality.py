@@ -2,7 +2,8 @@
 
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
-path. Exit 1 if a critical expectation failed (warnings, e.g. the quarantine rate, do not fail).
+path. The last stdout line is a JSON summary (``failed`` kinds, ``failures`` per kind). Exit 1 if a critical
+expectation failed (warnings, e.g. the quarantine rate, do not fail).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     p = pipeline_from(args, cfg)
     kinds = args.kind or [k for k in DEFAULT_KINDS if not (k == "batch" and cfg.mode == "kappa")]
     spark = get_spark(cfg, f"tidewater-check-{p.name}")
-    failed, docs = [], ""
+    failed, docs, failures = [], "", {}
     for kind in kinds:
         table = args.table if args.table and len(kinds) == 1 else table_for(cfg, p.name, kind)
         if not spark.catalog.tableExists(table):
@@ -52,9 +53,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         docs = outcome.docs or docs
         if not outcome.success:
             failed.append(kind)
+            failures[kind] = outcome.failures
     if docs:
         print(f"Data Docs: {docs}")
-    print(json.dumps({"pipeline": p.name, "kinds": kinds, "failed": failed, "docs": docs}))
+    print(json.dumps({"pipeline": p.name, "kinds": kinds, "failed": failed, "failures": failures, "docs": docs}))
     return 1 if failed else 0
 
 
