@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 $(BI_STAMP): infra/superset/constraints.txt
-	@echo "… creating $(BI_VENV) for Apache Superset (its own pins: SQLAlchemy < 2; about 2 minutes the first time)"
+	@echo "… creating $(BI_VENV) for Apache Superset (its own pins: SQLAlchemy < 2; 2-5 minutes the first time)"
 	@test -x $(BI_VENV)/bin/python || $(PY) -m venv $(BI_VENV)
 	@$(BI_VENV)/bin/pip install -q --upgrade pip
 	@$(BI_VENV)/bin/pip install -q -c infra/superset/constraints.txt "apache-superset[spark]" rich cachetools

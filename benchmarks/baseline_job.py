@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from pyspark.sql import functions as F
 
-    from benchmarks.progress import reached
+    from benchmarks.progress import run_until_reached
     from infra.spark_session import get_spark
     from lakehouse.config import load_config
 
@@ -61,21 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     query = (aggregate(src).writeStream.queryName("baseline").outputMode("update").foreachBatch(_append)
              .option("checkpointLocation", str(out / "checkpoint"))
              .trigger(processingTime=f"{cfg.spark.trigger_seconds} seconds").start())
-    seen: list[dict[str, Any]] = []
-    try:
-        while query.isActive:
-            time.sleep(0.5)
-            seen = [json.loads(p.json) for p in query.recentProgress]
-            ends = [(p.get("sources") or [{}])[0].get("endOffset") for p in seen]
-            ends = [json.loads(e) if isinstance(e, str) else e for e in ends if e]
-            if ends and reached(ends[-1].get(args.topic, {}), target):
-                break
-        if query.exception():
-            raise SystemExit(f"baseline: query failed: {query.exception()}")
-    finally:
-        query.stop()
-        Path(args.progress).write_text(json.dumps([json.loads(p.json) for p in query.recentProgress] or seen))
-        spark.stop()
+    run_until_reached(spark, query, args.topic, target, args.progress, "baseline")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,28 @@ def reached(offsets: dict[str, Any], target: dict[int, int]) -> bool:
     return all(int(offsets.get(str(part), -1)) >= end for part, end in target.items())
 
 
+def run_until_reached(spark: Any, query: Any, topic: str, target: dict[int, int], progress_file: str, name: str) -> None:
+    """Poll ``query`` until its end offsets reach ``target``; then stop it and ``spark``, and dump its
+    progress events (with the ``durationMs`` phases) to ``progress_file`` as JSON."""
+    import time
+
+    seen: list[dict[str, Any]] = []
+    try:
+        while query.isActive:
+            time.sleep(0.5)
+            seen = [json.loads(p.json) for p in query.recentProgress]
+            ends = [(p.get("sources") or [{}])[0].get("endOffset") for p in seen]
+            ends = [json.loads(e) if isinstance(e, str) else e for e in ends if e]
+            if ends and reached(ends[-1].get(topic, {}), target):
+                break
+        if query.exception():
+            raise SystemExit(f"{name}: query failed: {query.exception()}")
+    finally:
+        query.stop()
+        Path(progress_file).write_text(json.dumps([json.loads(p.json) for p in query.recentProgress] or seen))
+        spark.stop()
+
+
 def span_seconds(batches: list[tuple[datetime, float, int]]) -> float | None:
     """(start time, duration s, input rows) per batch -> seconds from first input batch to last end."""
     busy = [b for b in batches if b[2] > 0]

@@ -1,8 +1,9 @@
 """Scenario 1: speed-layer catch-up throughput over a pre-filled topic.
 
 (a) the full Tidewater speed layer (``python -m spark_jobs.speed``: ingest -> bronze/quarantine,
-speed -> MERGE), (b) the minimal PySpark baseline (``benchmarks.baseline_job``), (c) Kafka's
-``ConsumerPerformance`` tool, one after another on the same topic. Each is verified: bronze count,
+speed -> MERGE), (b) the minimal PySpark baseline (``benchmarks.baseline_job``), (d) the same work
+as (a) hand-written in one plain PySpark script (``benchmarks.same_work_job``; a/d is Tidewater's
+overhead), (c) Kafka's ``ConsumerPerformance`` tool, one after another on the same topic. Each is verified: bronze count,
 speed-window totals and baseline-window totals against totals computed from the generator.
 """
 
@@ -120,11 +121,20 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
               f" AS rn FROM delta.`{work / 'baseline' / 'table'}`) WHERE rn = 1)")
     res.add_checks(fill.compare_totals(expected, fill.table_totals(spark, latest), "b: baseline"))
 
+    d = res.metrics["d_same_work"] = run_job(
+        "benchmarks.same_work_job", ["--topic", p.topic, "--target", target_arg, "--out", str(work / "same-work")], n,
+        work, "same-work", timeout)
+    res.check("d: same-work bronze count == produced valid events", n,
+              spark.sql(f"SELECT count(*) FROM delta.`{work / 'same-work' / 'bronze'}`").collect()[0][0])
+    res.add_checks(fill.compare_totals(expected, fill.table_totals(spark, f"delta.`{work / 'same-work' / 'windows'}`"),
+                                       "d: same-work"))
+
     c = res.metrics["c_consumer_perf"] = run_consumer_perf(cfg, p.topic, n)
     res.check("c: ConsumerPerformance consumed every event", n, c["consumed"])
     context["catchup"] = {"topic": p.topic, "events": n, "expected": expected, "a_events_per_s": a["events_per_s"],
                           "offsets": target}
-    res.ratios = {"a/b": ratio(a["events_per_s"], b["events_per_s"]), "a/c": ratio(a["events_per_s"], c["events_per_s"])}
+    res.ratios = {"a/b": ratio(a["events_per_s"], b["events_per_s"]), "a/c": ratio(a["events_per_s"], c["events_per_s"]),
+                  "a/d": ratio(a["events_per_s"], d["events_per_s"])}
     cap = cfg.spark.max_offsets_per_trigger / max(1, cfg.spark.trigger_seconds)
     if b["events_per_s"] and b["events_per_s"] >= 0.9 * cap:
         res.notes.append(f"the baseline ran at the trigger cap (maxOffsetsPerTrigger / trigger = {cap:,.0f} events/s):"

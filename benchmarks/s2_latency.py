@@ -179,9 +179,9 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         for rate in sizes.latency_rates:
             metrics, all_windows[rate] = measure_rate(cfg, p.topic, rate, sizes.latency_seconds)
             res.metrics[f"rate_{rate}"] = metrics
-            if metrics["achieved_rate"] < 0.9 * rate:
-                res.notes.append(f"{rate}/s asked, the paced Python producer reached only {metrics['achieved_rate']:,}/s "
-                                 "(it shares the cores with the speed job)")
+            # a latency measured below the asked rate says nothing about that rate: the scenario fails
+            res.check(f"{rate}/s: the producer reached >= 95% of the asked rate", f">= {0.95 * rate:,.0f}/s",
+                      metrics["achieved_rate"], metrics["achieved_rate"] >= 0.95 * rate)
             res.check(f"{rate}/s: every produced event visible", metrics["events"], metrics["visible_at_end"])
     finally:
         stop_speed(cfg, p)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import sys
 import time
@@ -39,6 +40,9 @@ def migrate(app_version: str) -> None:
     if marker.exists() and marker.read_text() == app_version:
         return
     upgrade()
+    for logger in logging.root.manager.loggerDict.values():  # alembic's fileConfig disabled them: the
+        if isinstance(logger, logging.Logger):  # server's own log would lose every request and query
+            logger.disabled = False
     say("metadata DB migrated")
     appbuilder.add_permissions(update_perms=True)
     security_manager.sync_role_definitions()

@@ -29,7 +29,7 @@ PIPELINE = "sensor_readings"
 
 
 def cli(*args: str, timeout: float = 1800) -> None:
-    out = subprocess.run([sys.executable, "-m", "lakehouse.cli", *args], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", *args], capture_output=True, text=True,
                          timeout=timeout)
     assert out.returncode == 0, (args, out.stdout[-2000:], out.stderr[-3000:])
 
@@ -37,18 +37,21 @@ def cli(*args: str, timeout: float = 1800) -> None:
 def make_data(cfg: Any) -> None:
     """The demo's loop, smaller: on-time events (1% malformed), the speed job, late events behind its
     watermark (bronze keeps them, speed drops them: the batch corrects those windows), a batch run."""
-    from lakehouse.commands.speed import wait_caught_up
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.speed_control import wait_caught_up
+
+    p = load_pipeline(PIPELINE, cfg.pipelines)
 
     start_ms = (int(time.time() * 1000) - 30 * 60_000) // 60_000 * 60_000
     cli("produce", PIPELINE, "--count", "1200", "--start-ms", str(start_ms), "--step-ms", "500",
         "--malformed", "0.01", "--seed", "21", "--id-prefix", "bi-a")
     cli("speed", "start", PIPELINE)
-    assert wait_caught_up(cfg, PIPELINE, timeout=900), "speed job did not catch up"
+    assert wait_caught_up(cfg, p, timeout=900), "speed job did not catch up"
     cli("produce", PIPELINE, "--count", "60", "--start-ms", str(start_ms + 60_000), "--step-ms", "2000",
         "--seed", "22", "--id-prefix", "bi-b")
     cli("produce", PIPELINE, "--count", "400", "--start-ms", str(start_ms + 10 * 60_000), "--step-ms", "500",
         "--malformed", "0.01", "--seed", "23", "--id-prefix", "bi-c")
-    assert wait_caught_up(cfg, PIPELINE, timeout=900), "speed job did not catch up"
+    assert wait_caught_up(cfg, p, timeout=900), "speed job did not catch up"
     cli("speed", "stop", PIPELINE)
     cli("batch", PIPELINE)
 

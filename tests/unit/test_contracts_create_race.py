@@ -15,7 +15,8 @@ class RacingSpark:
     """Fails the first ``failures`` statements with ``error``, as Spark does while another CREATE runs."""
 
     def __init__(self, failures: int, error: str) -> None:
-        self.failures, self.error, self.statements = failures, error, []
+        self.failures, self.error = failures, error
+        self.statements: list[str] = []
 
     def sql(self, text: str) -> None:
         self.statements.append(text)
