@@ -88,13 +88,14 @@ def broken(s: Scenario, kind: str, eid: str) -> bytes:
 def generate(p: Pipeline, seed: int, now_ms: int, partitions: int) -> Scenario:
     rng = random.Random(f"{seed}/{p.name}")
     size = p.window.size_seconds * 1000
-    body = max(6 * MINUTE, 3 * size)
+    body = max(6 * MINUTE, 3 * size, p.watermark_seconds * 1000 + 2 * MINUTE)  # W1 lies inside the body
     gap = size + MINUTE if p.window.type == "session" else 0
     tail = size + p.lateness_seconds * 1000 + 2 * MINUTE
     start = (now_ms - body - gap - tail - 3 * MINUTE) // (10 * MINUTE) * (10 * MINUTE)
     s = Scenario(p, rng, start, keys=rng.randint(2, 8))
     enc = lambda e: json.dumps(e).encode()  # noqa: E731
     body_events = [payload(s, f"a{i}", start + rng.randrange(body)) for i in range(rng.randint(30, 60))]
+    body_events.append(payload(s, "a-last", start + body - 1))  # m1 = body end: late events have room
     m1 = max(e[p.event_time] for e in body_events)
     s.w1 = m1 - p.watermark_seconds * 1000
 
