@@ -87,7 +87,7 @@ def broken(s: Scenario, kind: str, eid: str) -> bytes:
 
 def generate(p: Pipeline, seed: int, now_ms: int, partitions: int) -> Scenario:
     rng = random.Random(f"{seed}/{p.name}")
-    size = p.window.size_seconds * 1000
+    size = max(p.window.size_seconds, p.window.gap_seconds) * 1000  # a session: its gap
     body = max(6 * MINUTE, 3 * size, p.watermark_seconds * 1000 + 2 * MINUTE)  # W1 lies inside the body
     gap = size + MINUTE if p.window.type == "session" else 0
     tail = size + p.lateness_seconds * 1000 + 2 * MINUTE

@@ -98,7 +98,7 @@ def windows_of(p: Pipeline, ts: int) -> list[tuple[int, int]]:
 
 def sessions_of(p: Pipeline, events: list[dict[str, Any]]) -> list[tuple[int, int, list[dict[str, Any]]]]:
     """Spark's session windows of one key: a new session when an event comes a gap or more after the last."""
-    gap = p.window.size_seconds * 1000
+    gap = p.window.gap_seconds * 1000
     out: list[tuple[int, int, list[dict[str, Any]]]] = []
     for e in sorted(events, key=lambda e: e[p.event_time]):
         ts = e[p.event_time]
