@@ -17,7 +17,6 @@ from typing import Any
 from benchmarks import fill
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
-from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
@@ -30,15 +29,6 @@ FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY kafka_partitio
       FROM read_parquet(?)) WHERE rn = 1 GROUP BY ALL"""
 
 
-def batch_missing() -> str | None:
-    why = not_landed('spark_jobs/batch.py', 'spark_jobs/batch_runs.py', 'spark_jobs/serving.py')
-    if why:
-        return f"the batch layer has not landed: {why}"
-    try:
-        from spark_jobs import batch  # noqa: F401
-    except ImportError as exc:
-        return f"the batch layer has not landed yet (spark_jobs.batch: {exc})"
-    return None
 
 
 def duckdb_windows(cfg: TidewaterConfig, con: Any) -> float:
@@ -74,9 +64,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     import duckdb
 
     res = ScenarioResult(3, "Batch full vs incremental vs DuckDB")
-    missing = batch_missing()
-    if missing:
-        return res.skip(missing)
     from lakehouse import contracts
     from lakehouse.pipeline import load_pipeline
     from spark_jobs import batch

@@ -20,7 +20,6 @@ from benchmarks import fill
 from benchmarks.progress import span_seconds
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
-from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
@@ -28,23 +27,10 @@ from lakehouse.contracts import DOUBLE_TOLERANCE
 PIPELINE = "sensor_readings"
 
 
-def replay_missing() -> str | None:
-    why = not_landed('spark_jobs/replay.py', 'spark_jobs/serving.py')
-    if why:
-        return f"Kappa replay has not landed: {why}"
-    try:
-        from lakehouse import serving  # noqa: F401
-        from spark_jobs import replay  # noqa: F401
-    except ImportError as exc:
-        return f"Kappa replay has not landed yet ({exc})"
-    return None
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
     res = ScenarioResult(4, "Kappa replay")
-    missing = replay_missing()
-    if missing:
-        return res.skip(missing)
     if "catchup" not in context:
         return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
     from lakehouse.pipeline import load_pipeline

@@ -13,24 +13,12 @@ from typing import Any
 
 from benchmarks.result import ScenarioResult
 from benchmarks.sizes import Sizes
-from benchmarks.stack import not_landed
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
 PIPELINE = "sensor_readings"
 
 
-def thrift_missing() -> str | None:
-    why = not_landed('infra/services/thrift_server.py')
-    if why:
-        return f"the Spark Thrift Server service has not landed: {why}"
-    try:
-        from pyhive import hive  # noqa: F401
-
-        from infra.services import thrift_server  # noqa: F401
-    except ImportError as exc:
-        return f"the Spark Thrift Server service has not landed yet ({exc})"
-    return None
 
 
 def normalize(row: Any) -> tuple[Any, ...]:
@@ -53,9 +41,6 @@ def percentile(values: list[float], q: float) -> float:
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
     res = ScenarioResult(5, "Serving queries over JDBC")
-    missing = thrift_missing()
-    if missing:
-        return res.skip(missing)
     from pyhive import hive
 
     from infra.services import thrift_server
