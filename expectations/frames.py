@@ -4,11 +4,13 @@
 * ``quarantine``: one row ``(bronze_rows, quarantine_rows, quarantine_rate)``;
 * ``serving_gap``: one row ``(cutoff, missing_windows)``, the windows that should be in the
   serving view (batch rows ending at or before the last published cutoff, speed rows of the active
-  version ending after it; kappa: every speed row) but are not.
+  version ending after it; kappa: every speed row) but are not. The cutoff is the caller's to read
+  (``spark_jobs.batch_runs.published_cutoff`` owns that fact): the suites never import the jobs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lakehouse import naming
@@ -16,7 +18,12 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from pyspark.sql import DataFrame, SparkSession
+
+CutoffReader = Callable[["SparkSession", str], "datetime | None"]
+"""Reads a pipeline's last published batch cutoff (``None`` before the first publish)."""
 
 
 def table_frame(spark: SparkSession, kind: str, table: str) -> DataFrame:
@@ -41,13 +48,13 @@ def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: st
                                  "bronze_rows bigint, quarantine_rows bigint, quarantine_rate double")
 
 
-def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str) -> DataFrame:
+def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str,
+                      read_cutoff: CutoffReader) -> DataFrame:
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version
-    from spark_jobs.batch_runs import published_cutoff
 
-    cutoff = published_cutoff(spark, p.name)
+    cutoff = read_cutoff(spark, p.name)
     grain = list(p.grain)
     serving = spark.table(serving_table).select(*grain)
     expected = None

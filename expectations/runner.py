@@ -3,7 +3,10 @@
 The table is read as a *batch* DataFrame through ``get_spark`` and handed to a GX 1.x Spark data
 source (``data_sources.add_spark`` + dataframe asset + whole-dataframe batch definition). A
 checkpoint runs the suite and rebuilds the Data Docs under ``<data_dir>/docs/``. Failed
-expectations of severity *warning* (the quarantine rate) are reported but do not fail.
+expectations of severity *warning* (the quarantine rate) are reported but do not fail. The
+``serving`` kind also checks the serving gap, which needs the last published batch cutoff: the
+caller passes its reader (``read_cutoff=spark_jobs.batch_runs.published_cutoff``), so this package
+never imports the jobs that call it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expectations.context import docs_index, runtime_context
+from expectations.frames import CutoffReader
 from expectations.suites import KINDS, suite_name
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import MAX_EVENT_AHEAD_SECONDS
@@ -58,22 +62,28 @@ def describe_failure(result: Any) -> str:
     return f"{cfg.type} {kwargs} -> {observed}"
 
 
-def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str) -> list[tuple[str, Any]]:
+def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str,
+            read_cutoff: CutoffReader | None) -> list[tuple[str, Any]]:
     from expectations import frames
 
     if kind == "quarantine":
         return [("quarantine", frames.quarantine_rate_frame(spark, p, table))]
     out = [(kind, frames.table_frame(spark, kind, table))]
-    if kind == "serving":
-        out.append(("serving_gap", frames.serving_gap_frame(spark, cfg, p, table)))
+    if kind == "serving" and read_cutoff is not None:
+        out.append(("serving_gap", frames.serving_gap_frame(spark, cfg, p, table, read_cutoff)))
     return out
 
 
 def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, table: str,
-                   spark: Any = None, build_docs: bool = True) -> ValidationOutcome:
-    """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame)."""
+                   spark: Any = None, build_docs: bool = True,
+                   read_cutoff: CutoffReader | None = None) -> ValidationOutcome:
+    """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame).
+    ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped)."""
     if kind not in KINDS:
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
+    if kind == "serving" and read_cutoff is None:
+        raise TidewaterError("check: the serving suite needs read_cutoff (spark_jobs.batch_runs.published_cutoff) "
+                             "for its serving-gap check")
     p = pipeline if isinstance(pipeline, Pipeline) else load_pipeline(pipeline, cfg.pipelines)
     if spark is None:
         from infra.spark_session import get_spark
@@ -84,7 +94,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     started = time.monotonic()
     outcome = ValidationOutcome(p.name, kind, table)
     with runtime_context(cfg) as context:
-        for suite_kind, df in _frames(spark, cfg, p, kind, table):
+        for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
             _run_suite(context, suite_kind, p.name, df, outcome, build_docs)
         if build_docs:
             outcome.docs = str(docs_index(cfg))

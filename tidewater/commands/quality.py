@@ -32,6 +32,7 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from expectations.runner import validate_table
     from infra.spark_session import get_spark
+    from spark_jobs.batch_runs import published_cutoff
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -48,7 +49,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"SKIPPED {kind}: table {table} does not exist yet")
             continue
         progress(f"validating {table} with suite {kind}.{p.name} …")
-        outcome = validate_table(cfg, p, kind, table, spark=spark, build_docs=not args.no_docs)
+        outcome = validate_table(cfg, p, kind, table, spark=spark, build_docs=not args.no_docs,
+                                 read_cutoff=published_cutoff)
         print(outcome.summary().replace(f"\n  Data Docs: {outcome.docs}", ""), flush=True)
         docs = outcome.docs or docs
         if not outcome.success:
