@@ -109,7 +109,15 @@ def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime |
 
 
 def speed_status(pipeline: str) -> dict[str, Any]:
+    """``tidewater speed status --json``: exit 0 = running, 1 = not running. Exit 4 (``TopicMissing``)
+    fails the task with the status's one-line ``problem``: a job on a missing topic would idle, so
+    there is nothing to start or restart until someone creates the topic or fixes the definition."""
+    from lakehouse.errors import TopicMissing
+
     proc = run_tidewater("speed", "status", pipeline, "--json", check=False, timeout=120)
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1, TopicMissing.EXIT_CODE):
         raise RuntimeError(f"speed status {pipeline} failed ({proc.returncode}): {proc.stderr[-500:]}")
-    return dict(json.loads(proc.stdout[proc.stdout.index("{"):]))
+    status = dict(json.loads(proc.stdout[proc.stdout.index("{"):]))
+    if proc.returncode == TopicMissing.EXIT_CODE:
+        raise RuntimeError(f"supervisor: {status['problem']}")
+    return status

@@ -75,9 +75,11 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
 
 
 def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str, str] | None = None) -> SparkSession:
-    """Build (or reuse) the session; the metastore must be running (``tidewater up``)."""
+    """Build (or reuse) the session; java must be found and the metastore running (``tidewater up``)."""
+    from infra.jvm import require_java
     from infra.services import metastore
 
+    require_java()  # before the launcher: without it PySpark fails with a traceback
     if not metastore.healthy(cfg):
         raise ServiceError(
             f"spark: the metastore is not reachable at {cfg.metastore.host}:{cfg.metastore.port}; "

@@ -1,4 +1,5 @@
-"""Errors that Tidewater reports to users as one clear line (the CLI prints them, exit 2; ``NothingToDo`` 3)."""
+"""Errors that Tidewater reports to users as one clear line (the CLI prints them, exit 2, or the class's
+``EXIT_CODE``: ``NothingToDo`` 3, ``TopicMissing`` 4)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,28 @@ from typing import Any
 class TidewaterError(Exception):
     """A problem the user can fix; ``str()`` is the whole message, naming problem and fix."""
 
+    EXIT_CODE = 2
+
 
 class NothingToDo(TidewaterError):
     """Nothing to do yet (e.g. a batch run over an empty bronze table): not a failure. The CLI exits
     with ``EXIT_CODE`` so that callers (Airflow tasks) decide on the exit status, not on the text."""
 
     EXIT_CODE = 3
+
+
+class TopicMissing(TidewaterError):
+    """A pipeline's Kafka topic does not exist: its speed job would idle with lag 0 and look healthy.
+    ``speed start`` refuses and ``speed status`` reports it with this exit code (the supervisor DAG
+    decides on the code, not the text)."""
+
+    EXIT_CODE = 4
+
+    def __init__(self, pipeline: str, topic: str, bootstrap: str) -> None:
+        self.pipeline, self.topic = pipeline, topic
+        super().__init__(f"topic '{topic}' of {pipeline} does not exist at {bootstrap}; create it with "
+                         f"'tidewater up' or 'tidewater produce {pipeline}', or fix 'topic:' in "
+                         f"lakehouse/pipelines/{pipeline}.yml")
 
 
 class ConfigError(TidewaterError):

@@ -14,9 +14,10 @@ from typing import Any
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
-from lakehouse.errors import TidewaterError
+from lakehouse.errors import ServiceError, TidewaterError, TopicMissing
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version
+from spark_jobs.io.kafka_admin import offsets
 
 
 def speed_process(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> Any:
@@ -39,6 +40,10 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
     proc = speed_process(cfg, p, name)
     if proc.running():
         return int(proc.pid())
+    from infra.jvm import require_java
+
+    require_java()  # here, not in the child: its one line would end up in a log tail
+    require_topic(cfg, p)  # a job on a missing topic would idle with lag 0
     argv = [sys.executable, "-m", "spark_jobs.speed", p.name, "--version", str(version), "--queries", queries]
     if starting_offsets:
         argv += ["--starting-offsets", starting_offsets]
@@ -91,13 +96,29 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
                            "log": str(proc.log_file),
                            "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
     last = latest_progress(cfg, p.name, version=version)
-    out.update(last)
-    committed = topic_offsets(last, p.topic)
+    out.update(last, topic=p.topic)
     try:
-        out["lag"] = partition_lag(cfg, p.topic, committed)
+        ends = offsets(cfg, p.topic)
     except Exception as exc:  # broker down: say so instead of failing the status
-        out["lag"] = f"unavailable ({exc.__class__.__name__})"
+        out.update(topic_exists=None, lag=f"unavailable ({exc.__class__.__name__})")
+        return out
+    out.update(topic_exists=bool(ends), lag=lag_after(ends, topic_offsets(last, p.topic)) if ends else None)
+    if not ends:  # not "lag 0": nothing can arrive (auto.create.topics.enable=false)
+        out["problem"] = str(TopicMissing(p.name, p.topic, cfg.kafka.bootstrap))
     return out
+
+
+def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
+    """``TopicMissing`` when the pipeline's topic does not exist, one line when Kafka does not answer."""
+    from kafka.errors import KafkaError
+
+    try:
+        found = offsets(cfg, p.topic)
+    except KafkaError as exc:
+        raise ServiceError(f"Kafka at {cfg.kafka.bootstrap} does not answer ({exc.__class__.__name__}); "
+                           "start it with 'tidewater up'") from None
+    if not found:
+        raise TopicMissing(p.name, p.topic, cfg.kafka.bootstrap)
 
 
 def parse_offsets(text: str | None) -> dict[str, Any]:
@@ -145,9 +166,12 @@ def lag_records(cfg: TidewaterConfig, p: Pipeline, query: str = "speed", version
 def partition_lag(cfg: TidewaterConfig, topic: str, committed: dict[str, int]) -> dict[str, int]:
     """{partition: records in ``topic`` after the ``committed`` offset} (a partition never committed
     counts from its earliest retained offset)."""
-    from spark_jobs.io.kafka_admin import offsets
+    return lag_after(offsets(cfg, topic), committed)
 
-    return {str(part): max(0, end - committed.get(str(part), begin)) for part, (begin, end) in offsets(cfg, topic).items()}
+
+def lag_after(ends: dict[int, tuple[int, int]], committed: dict[str, int]) -> dict[str, int]:
+    """{partition: records after ``committed``} given ``offsets``' (earliest, end) per partition."""
+    return {str(part): max(0, end - committed.get(str(part), begin)) for part, (begin, end) in ends.items()}
 
 
 def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] = ("ingest", "speed"),

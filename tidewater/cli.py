@@ -1,7 +1,8 @@
 """The ``tidewater`` command line: the single wiring point from user commands to jobs/services.
 
 Each command group lives in ``tidewater/commands/<group>.py`` and exposes ``register(sub)``.
-Errors a user can fix are printed as one line (``tidewater: ...``) with exit status 2.
+Errors a user can fix are printed as one line (``tidewater: ...``) with exit status 2 (or their
+``EXIT_CODE``, see ``lakehouse.errors``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from lakehouse.errors import NothingToDo, TidewaterError
+from lakehouse.errors import TidewaterError
 
 COMMAND_MODULES = (
     "tidewater.commands.stack",      # setup, up, down, status, config show
@@ -46,12 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)
-    except NothingToDo as exc:
+    except TidewaterError as exc:  # one line; exit 2 or the class's own code (NothingToDo 3, TopicMissing 4)
         print(f"tidewater: {exc}", file=sys.stderr)
-        return NothingToDo.EXIT_CODE
-    except TidewaterError as exc:
-        print(f"tidewater: {exc}", file=sys.stderr)
-        return 2
+        return exc.EXIT_CODE
     except KeyboardInterrupt:
         print("tidewater: interrupted", file=sys.stderr)
         return 130

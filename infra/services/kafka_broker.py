@@ -11,6 +11,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from infra.jvm import require_java
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -58,7 +59,7 @@ def server_properties(cfg: TidewaterConfig) -> str:
 def _java_cmd(cfg: TidewaterConfig, main: str, *args: str, heap: str = "512m") -> list[str]:
     log4j = kafka_home(cfg) / "log4j2.properties"
     return [
-        "java", f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", *cfg.jvm_flags,
+        require_java(), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", *cfg.jvm_flags,
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp", str(naming.jars_dir("kafka") / "*"), main, *args,
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 
+from infra.jvm import require_java
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -58,7 +59,7 @@ def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
     )
     os.chmod(home / "derby.properties", 0o600)
     argv = [
-        "java", "-Xmx384m", *cfg.jvm_flags, f"-Dderby.system.home={home}",
+        require_java(), "-Xmx384m", *cfg.jvm_flags, f"-Dderby.system.home={home}",
         "-cp", str(naming.jars_dir("metastore") / "*"),
         "org.apache.derby.drda.NetworkServerControl", "start",
         "-h", cfg.metastore.host, "-p", str(cfg.metastore.port), "-noSecurityManager",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from infra.jvm import require_java
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -42,6 +43,7 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
 def spark_submit() -> Path:
     import pyspark
 
+    require_java()  # spark-submit's launcher would fail with "JAVA_HOME is not set" in the log only
     return Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
 
 

@@ -50,8 +50,10 @@ def beeline_argv(args: list[str], url: str, user: str) -> list[str]:
 
 
 def cmd_beeline(args: argparse.Namespace) -> int:
+    from infra.jvm import require_java
     from infra.services.thrift_server import jdbc_url
 
+    require_java()  # beeline is a JVM too
     cfg = config_from(args)
     home = spark_home()
     script = home / "bin" / "beeline"

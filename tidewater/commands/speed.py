@@ -1,12 +1,14 @@
 """``tidewater speed start|stop|status|run <pipeline>``: the detached speed-layer job.
 
-Job control itself (start, stop, status, lag) is ``spark_jobs.speed_control``."""
+Job control itself (start, stop, status, lag) is ``spark_jobs.speed_control``. ``status`` exits 0 when
+the job runs, 1 when it does not, 4 (``TopicMissing``) when the pipeline's topic does not exist."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from lakehouse.errors import TopicMissing
 from lakehouse.speed_versions import active_version
 from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
 
@@ -17,9 +19,6 @@ def cmd_speed(args: argparse.Namespace) -> int:
     from spark_jobs.speed_control import speed_process, speed_status, start_speed, stop_speed
 
     if args.action == "start":
-        from tidewater.commands.stack import require_topic
-
-        require_topic(cfg, p.name, p.topic)  # a missing topic would idle with lag 0
         progress(f"starting speed layer for {p.name} …")
         pid = start_speed(cfg, p, args.version)
         print(f"speed {p.name}: running (pid {pid}); log {speed_process(cfg, p).log_file}")
@@ -27,16 +26,20 @@ def cmd_speed(args: argparse.Namespace) -> int:
         print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p) else 'was not running'}")
     elif args.action == "run":
         from spark_jobs.speed import run
+        from spark_jobs.speed_control import require_topic
 
+        require_topic(cfg, p)
         run(cfg, p, args.version or active_version(cfg, p.name), ["ingest", "speed"])
     else:
         st = speed_status(cfg, p)
         if args.json:
             print(json.dumps(st, indent=2, default=str))
         else:
-            for key in ("pipeline", "version", "running", "pid", "last_batch_time", "watermark",
+            for key in ("pipeline", "version", "running", "pid", "topic", "last_batch_time", "watermark",
                         "input_rows_per_second", "processed_rows_per_second", "lag", "log"):
                 print(f"{key:<26} {st.get(key)}")
+        if st.get("topic_exists") is False:  # exit 4 (and one line), whether or not a job runs
+            raise TopicMissing(p.name, p.topic, cfg.kafka.bootstrap)
         return 0 if st["running"] else 1
     return 0
 

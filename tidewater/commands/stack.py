@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import shutil
 import time
 from typing import Any
 
@@ -36,13 +35,6 @@ def select_services(only: list[str] | None) -> list[Any]:
     return [svc for svc in _services() if not only or _name(svc) in only]
 
 
-def require_java() -> None:
-    """The metastore, Kafka and Spark are JVMs started as ``java`` from PATH."""
-    if not shutil.which("java"):
-        raise TidewaterError("java was not found on PATH; install Java 17 ('make system-deps' runs "
-                             "infra/install_system_deps.sh) or put its bin folder on PATH")
-
-
 def create_topics(cfg: TidewaterConfig) -> list[str]:
     """Create every pipeline's topic (idempotent) with the configured partitions and retention."""
     from lakehouse.pipeline import available_pipelines, load_pipeline
@@ -54,22 +46,6 @@ def create_topics(cfg: TidewaterConfig) -> list[str]:
         if ensure_topic(cfg, p.topic):
             made.append(p.topic)
     return made
-
-
-def require_topic(cfg: TidewaterConfig, pipeline: str, topic: str) -> None:
-    """One line when the pipeline's topic does not exist (or Kafka does not answer)."""
-    from kafka.errors import KafkaError
-
-    from spark_jobs.io.kafka_admin import offsets
-
-    try:
-        found = offsets(cfg, topic)
-    except KafkaError as exc:
-        raise TidewaterError(f"Kafka at {cfg.kafka.bootstrap} does not answer ({exc.__class__.__name__}); "
-                             "start it with 'tidewater up'") from None
-    if not found:
-        raise TidewaterError(f"topic '{topic}' of {pipeline} does not exist at {cfg.kafka.bootstrap}; "
-                             f"create it with 'tidewater up' or 'tidewater produce {pipeline}'")
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -88,6 +64,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     selected = [svc for svc in select_services(args.only) if getattr(svc, "enabled", lambda c: True)(cfg)]
     if any(_name(svc) != "airflow" for svc in selected):
+        from infra.jvm import require_java
+
         require_java()
     if fetch_jars():
         progress("fetched JVM jars")
