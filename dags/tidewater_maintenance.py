@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import dag, task
+from airflow.sdk import XComArg, dag, task
 
 from dags.tidewater_common import DEFAULT_ARGS, run_tidewater, schedule_knob
 
 
-def maintenance_task(part: str):  # type: ignore[no-untyped-def]
+def maintenance_task(part: str) -> XComArg:
     @task(task_id=part)
     def run(only: str = part) -> str:
         out = run_tidewater("maintenance", "--only", only, timeout=7200).stdout.strip()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import dag, task
+from airflow.sdk import XComArg, dag, task
 
 from dags.tidewater_common import DEFAULT_ARGS, pipelines, run_tidewater, schedule_knob
 
 
-def check_task(p: str):  # type: ignore[no-untyped-def]
+def check_task(p: str) -> XComArg:
     @task(task_id=f"check_{p}")
     def check(pipeline: str = p) -> str:
         out = run_tidewater("check", pipeline).stdout.strip()

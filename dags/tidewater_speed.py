@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, XComArg, dag, get_current_context, task
 
 from dags.tidewater_common import (
     DEFAULT_ARGS,
@@ -22,7 +22,7 @@ from dags.tidewater_common import (
 )
 
 
-def supervise_task(p: str):  # type: ignore[no-untyped-def]
+def supervise_task(p: str) -> XComArg:
     @task(task_id=f"supervise_{p}")
     def supervise(pipeline: str = p) -> dict:
         from lakehouse.config import load_config

@@ -48,10 +48,19 @@ def _is_delta(spark: SparkSession, table: str) -> bool:
         return False
 
 
-def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool = False) -> list[dict[str, Any]]:
+def require_safe_retention(retention_hours: int) -> None:
     if retention_hours < MIN_RETENTION_HOURS:
         raise TidewaterError(f"maintenance: retention {retention_hours} h is below the safe minimum "
                              f"{MIN_RETENTION_HOURS} h; use --retention-hours {MIN_RETENTION_HOURS} or more")
+
+
+def require_ops_retention(days: int) -> None:
+    if days < 1:
+        raise TidewaterError(f"maintenance: ops retention {days} days is too short; use --ops-retention-days 1 or more")
+
+
+def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool = False) -> list[dict[str, Any]]:
+    require_safe_retention(retention_hours)
     report = []
     for table in delta_tables(spark):
         row: dict[str, Any] = {"table": table}
@@ -66,8 +75,7 @@ def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool
 
 
 def ops_retention(spark: SparkSession, days: int, dry_run: bool = False) -> dict[str, int]:
-    if days < 1:
-        raise TidewaterError(f"maintenance: ops retention {days} days is too short; use --ops-retention-days 1 or more")
+    require_ops_retention(days)
     deleted = {}
     for name, column in OPS_TIME_COLUMNS.items():
         table = naming.ops_table(name)

@@ -13,9 +13,14 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +35,7 @@ def isolated_env() -> Iterator[dict[str, str]]:
 
 
 @contextlib.contextmanager
-def running_stack(cfg: Any) -> Iterator[Any]:
+def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Real metastore + Kafka broker; stops them (and any speed job) even when a start fails."""
     from tidewater.isolated_stack import running_stack as tidewater_running_stack
 
@@ -39,7 +44,7 @@ def running_stack(cfg: Any) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def spark_session(cfg: Any) -> Iterator[Any]:
+def spark_session(cfg: TidewaterConfig) -> Iterator[SparkSession]:
     from infra.spark_session import get_spark
 
     session = get_spark(cfg, "tidewater-tests")
@@ -87,20 +92,20 @@ def tw_env() -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def cfg(tw_env: dict[str, str]):  # type: ignore[no-untyped-def]
+def cfg(tw_env: dict[str, str]) -> TidewaterConfig:
     from lakehouse.config import load_config
 
     return load_config()
 
 
 @pytest.fixture(scope="module")
-def stack(cfg):  # type: ignore[no-untyped-def]
+def stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Real metastore + Kafka broker for one test module."""
     with running_stack(cfg) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def spark(stack):  # type: ignore[no-untyped-def]
+def spark(stack: TidewaterConfig) -> Iterator[SparkSession]:
     with spark_session(stack) as session:
         yield session

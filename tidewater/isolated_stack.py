@@ -15,7 +15,10 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
 PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWATER_METASTORE_PORT",
@@ -46,7 +49,7 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
 
 
 @contextmanager
-def running_stack(cfg: Any) -> Iterator[Any]:
+def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Real metastore + Kafka broker; stops them (and any speed job or Thrift server) even when a start fails."""
     from infra.jars import fetch_jars
     from infra.services import kafka_broker, metastore, thrift_server

@@ -20,6 +20,10 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flask import Flask  # in .venv-bi only: Any to the main venv's mypy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -65,12 +69,12 @@ def admin_user(name: str, password: str) -> object:
     return user
 
 
-def provision(app: object) -> None:
+def provision(app: Flask) -> None:
     """Everything above, inside ``app`` (the server's own app: see wsgi.py)."""
     from flask import g
 
     say("app loaded")
-    with app.app_context():  # type: ignore[attr-defined]
+    with app.app_context():
         from importlib.metadata import version
 
         from superset import db

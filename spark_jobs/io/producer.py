@@ -13,13 +13,16 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakehouse.config import TidewaterConfig
 from spark_jobs.synthetic_events import Record
 
+if TYPE_CHECKING:
+    from kafka import KafkaProducer
 
-def producer(cfg: TidewaterConfig, timeout: float = 120.0):  # type: ignore[no-untyped-def]
+
+def producer(cfg: TidewaterConfig, timeout: float = 120.0) -> KafkaProducer:
     """``timeout`` (s) bounds the first connection, a blocked send and each record's delivery."""
     from kafka import KafkaProducer
 

@@ -7,11 +7,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import isolated_env, running_stack, spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 SCHEDULE_KNOBS = [f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE" for dag in ("BATCH", "SPEED", "QUALITY", "MAINTENANCE")]
 # The modules share sensor_readings. The Superset module needs it publishable, so it runs first: the REST
@@ -31,26 +36,26 @@ def tw_env() -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="package")
-def cfg(tw_env: dict[str, str]) -> Any:
+def cfg(tw_env: dict[str, str]) -> TidewaterConfig:
     from lakehouse.config import load_config
 
     return load_config()
 
 
 @pytest.fixture(scope="package")
-def stack(cfg: Any) -> Iterator[Any]:
+def stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     with running_stack(cfg) as running:
         yield running
 
 
 @pytest.fixture(scope="package")
-def spark(stack: Any) -> Iterator[Any]:
+def spark(stack: TidewaterConfig) -> Iterator[SparkSession]:
     with spark_session(stack) as session:
         yield session
 
 
 @pytest.fixture(scope="package")
-def airflow_up(stack: Any) -> Iterator[Any]:
+def airflow_up(stack: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Airflow started by the service module, as ``tidewater up`` does; always stopped at the end."""
     from infra.services import airflow
 

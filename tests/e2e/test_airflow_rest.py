@@ -10,16 +10,21 @@ import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.integration.test_quality_suites import write_bronze
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
 
 
-def api(cfg, method: str, path: str, token: str | None = None, body: Any = None) -> Any:  # type: ignore[no-untyped-def]
+def api(cfg: TidewaterConfig, method: str, path: str, token: str | None = None, body: Any = None) -> Any:
     from infra.services import airflow
 
     req = urllib.request.Request(f"{airflow.base_url(cfg)}{path}", method=method,
@@ -30,14 +35,14 @@ def api(cfg, method: str, path: str, token: str | None = None, body: Any = None)
         return json.loads(resp.read() or b"{}")
 
 
-def token(cfg) -> str:  # type: ignore[no-untyped-def]
+def token(cfg: TidewaterConfig) -> str:
     from infra.services import airflow
 
     return str(api(cfg, "POST", "/auth/token", body={"username": airflow.USER, "password": airflow.password(cfg)})
                ["access_token"])
 
 
-def wait_for_dag(cfg, tok: str, dag_id: str, timeout: float = 300) -> None:  # type: ignore[no-untyped-def]
+def wait_for_dag(cfg: TidewaterConfig, tok: str, dag_id: str, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -50,7 +55,7 @@ def wait_for_dag(cfg, tok: str, dag_id: str, timeout: float = 300) -> None:  # t
     raise AssertionError(f"{dag_id} not parsed by the dag-processor within {timeout}s")
 
 
-def wait_for_run(cfg, tok: str, dag_id: str, run_id: str, timeout: float = 1800) -> dict:  # type: ignore[no-untyped-def]
+def wait_for_run(cfg: TidewaterConfig, tok: str, dag_id: str, run_id: str, timeout: float = 1800) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", tok)
@@ -60,7 +65,7 @@ def wait_for_run(cfg, tok: str, dag_id: str, run_id: str, timeout: float = 1800)
     raise AssertionError(f"{dag_id} run {run_id} not finished within {timeout}s")
 
 
-def test_login_required(airflow_up) -> None:  # type: ignore[no-untyped-def]
+def test_login_required(airflow_up: TidewaterConfig) -> None:
     with pytest.raises(urllib.error.HTTPError) as exc:
         api(airflow_up, "GET", "/api/v2/dags")
     assert exc.value.code in (401, 403)
@@ -68,7 +73,7 @@ def test_login_required(airflow_up) -> None:  # type: ignore[no-untyped-def]
         api(airflow_up, "POST", "/auth/token", body={"username": "admin", "password": "admin"})
 
 
-def trigger(cfg, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:  # type: ignore[no-untyped-def]
+def trigger(cfg: TidewaterConfig, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:
     """Unpause, trigger with ``conf``, wait; returns the finished run and its task states."""
     wait_for_dag(cfg, tok, dag_id)
     api(cfg, "PATCH", f"/api/v2/dags/{dag_id}", tok, {"is_paused": False})
@@ -78,18 +83,20 @@ def trigger(cfg, tok: str, dag_id: str, conf: dict) -> tuple[dict, dict]:  # typ
     return done, {t["task_id"]: t["state"] for t in tis["task_instances"]}
 
 
-def serving_snapshot(spark) -> tuple[list[tuple], str]:  # type: ignore[no-untyped-def]
+def serving_snapshot(spark: SparkSession) -> tuple[list[tuple], str]:
     spark.catalog.refreshTable("serving.sensor_readings")
     rows = sorted(tuple(r) for r in spark.table("serving.sensor_readings").collect())
-    return rows, spark.sql("SHOW CREATE TABLE serving.sensor_readings").first()[0]
+    ddl = spark.sql("SHOW CREATE TABLE serving.sensor_readings").first()
+    assert ddl is not None
+    return rows, ddl[0]
 
 
-def task_log(cfg, tok: str, dag_id: str, run_id: str, task_id: str) -> str:  # type: ignore[no-untyped-def]
+def task_log(cfg: TidewaterConfig, tok: str, dag_id: str, run_id: str, task_id: str) -> str:
     path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1?full_content=true"
     return json.dumps(api(cfg, "GET", path, tok))
 
 
-def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
+def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     """Write-audit-publish through the scheduler: good data is published (Assets emitted); then one
     impossible reading (1000 °C) fails the run at ``validate``, and nothing is published: the batch
     table and the serving view (rows and definition) stay exactly as they were."""
@@ -127,7 +134,7 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up, spark
     assert serving_snapshot(spark) == before
 
 
-def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up, spark) -> None:  # type: ignore[no-untyped-def]
+def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.speed_control import speed_process

@@ -8,10 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.e2e.test_airflow_rest import api, token, wait_for_dag, wait_for_run
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
 CHROMIUM = "/usr/bin/chromium"
@@ -21,7 +25,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 DAG_IDS = ("tidewater_batch", "tidewater_speed", "tidewater_replay", "tidewater_quality", "tidewater_maintenance")
 
 
-def test_login_see_dags_trigger_replay(airflow_up) -> None:  # type: ignore[no-untyped-def]
+def test_login_see_dags_trigger_replay(airflow_up: TidewaterConfig) -> None:
     from playwright.sync_api import sync_playwright
 
     from infra.services import airflow

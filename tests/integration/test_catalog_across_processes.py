@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +25,7 @@ spark.stop()
 """
 
 
-def test_table_written_in_subprocess_is_readable_by_name(spark, stack) -> None:  # type: ignore[no-untyped-def]
+def test_table_written_in_subprocess_is_readable_by_name(spark: SparkSession, stack: TidewaterConfig) -> None:
     out = subprocess.run([sys.executable, "-c", WRITER], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     spark.catalog.refreshTable("bronze.cross_process_probe")

@@ -8,16 +8,25 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.config import TidewaterConfig
+    from lakehouse.pipeline import Pipeline
+
+Row = tuple[Any, ...]
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +35,7 @@ CLASS_ERRORS = ("ClassNotFoundException", "NoClassDefFoundError", "Cannot find c
 
 
 @pytest.fixture(scope="module")
-def thrift(spark, cfg):  # type: ignore[no-untyped-def]
+def thrift(spark: SparkSession, cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     from infra.services import thrift_server
 
     thrift_server.start(cfg)
@@ -34,32 +43,32 @@ def thrift(spark, cfg):  # type: ignore[no-untyped-def]
     thrift_server.stop(cfg)
 
 
-def _connect(cfg, user: str = "analyst"):  # type: ignore[no-untyped-def]
+def _connect(cfg: TidewaterConfig, user: str = "analyst") -> Any:  # pyhive is untyped
     from pyhive import hive
 
     return hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, auth="NOSASL", username=user)
 
 
-def _query(conn, sql: str) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
+def _query(conn: Any, sql: str) -> list[Row]:
     with closing(conn.cursor()) as cur:
         cur.execute(sql)
         return list(cur.fetchall())
 
 
-def _once(cfg, sql: str, user: str = "analyst") -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
+def _once(cfg: TidewaterConfig, sql: str, user: str = "analyst") -> list[Row]:
     """A new connection for one query."""
     with closing(_connect(cfg, user)) as conn:
         return _query(conn, sql)
 
 
-def _assert_no_class_errors(cfg) -> None:  # type: ignore[no-untyped-def]
+def _assert_no_class_errors(cfg: TidewaterConfig) -> None:
     from infra.services import thrift_server
 
     log = Path(str(thrift_server.status(cfg)["log"])).read_text(errors="replace")
     assert not [e for e in CLASS_ERRORS if e in log], log[-3000:]
 
 
-def _speed_frame(spark, p, rows: list[tuple]):  # type: ignore[no-untyped-def,type-arg]
+def _speed_frame(spark: SparkSession, p: Pipeline, rows: list[Row]) -> DataFrame:
     """Rows (sensor, window minute from, to, count, avg, batch_id, is_final) in the speed table's
     current contract; columns this test does not know (e.g. partial state) follow from them or are null."""
     columns = contracts.speed(p, 1).columns
@@ -73,7 +82,7 @@ def _speed_frame(spark, p, rows: list[tuple]):  # type: ignore[no-untyped-def,ty
     return spark.createDataFrame(out, ", ".join(f"`{c}` {t}" for c, t in columns))
 
 
-def test_pyhive_reads_serving_view_with_filter(spark, cfg, thrift) -> None:  # type: ignore[no-untyped-def]
+def test_pyhive_reads_serving_view_with_filter(spark: SparkSession, cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     from spark_jobs.serving import refresh_view
 
     p = load_pipeline("sensor_readings")
@@ -87,7 +96,7 @@ def test_pyhive_reads_serving_view_with_filter(spark, cfg, thrift) -> None:  # t
     assert str(got[0][1]).startswith("2026-03-01 12:00:00")
 
 
-def test_delta_jars_on_the_servers_own_class_path(cfg, thrift) -> None:  # type: ignore[no-untyped-def]
+def test_delta_jars_on_the_servers_own_class_path(cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     """Jars only in spark.jars live in a child class loader that HiveServer2's threads do not use.
     And the metastore password is not on the command line (a 0600 properties file instead)."""
     from infra.services import metastore, thrift_server
@@ -103,7 +112,7 @@ def test_delta_jars_on_the_servers_own_class_path(cfg, thrift) -> None:  # type:
         assert jar in launched
 
 
-def test_readme_beeline_commands_from_a_plain_shell(cfg, thrift, tw_env) -> None:  # type: ignore[no-untyped-def]
+def test_readme_beeline_commands_from_a_plain_shell(cfg: TidewaterConfig, thrift: TidewaterConfig, tw_env: dict[str, str]) -> None:
     """The Hive JDBC driver (beeline) with a database in the URL, pasted as written into a shell
     without the venv: PATH has no .venv/bin, no SPARK_HOME, no user name given."""
     section = (REPO / "README.md").read_text().split("## BI access (JDBC)", 1)[1].split("\n## ", 1)[0]
@@ -122,7 +131,7 @@ def test_readme_beeline_commands_from_a_plain_shell(cfg, thrift, tw_env) -> None
     _assert_no_class_errors(cfg)
 
 
-def test_sqlalchemy_hive_dialect(cfg, thrift) -> None:  # type: ignore[no-untyped-def]
+def test_sqlalchemy_hive_dialect(cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     from sqlalchemy import create_engine, inspect, text
 
     engine = create_engine(f"hive://analyst@{cfg.thrift.host}:{cfg.thrift.port}/default",
@@ -140,7 +149,7 @@ def test_sqlalchemy_hive_dialect(cfg, thrift) -> None:  # type: ignore[no-untype
         engine.dispose()
 
 
-def test_queries_across_a_delta_table_change(spark, cfg, thrift) -> None:  # type: ignore[no-untyped-def]
+def test_queries_across_a_delta_table_change(spark: SparkSession, cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     """Another process changes a table (a MERGE, as a batch publish does): the next queries see it, on
     a new connection and on one opened before the change (before the fix: NoClassDefFoundError
     ``Protocol$$anonfun$1`` / ``INTERNAL_ERROR ... phase optimization failed``)."""
@@ -160,7 +169,7 @@ def test_queries_across_a_delta_table_change(spark, cfg, thrift) -> None:  # typ
         assert _query(old, f"DESCRIBE HISTORY {table}")[0][4] == "MERGE"
 
 
-def test_sequential_and_concurrent_clients_zero_failures(spark, cfg, thrift) -> None:  # type: ignore[no-untyped-def]
+def test_sequential_and_concurrent_clients_zero_failures(spark: SparkSession, cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     """20 new connections one after another, then 4 clients at once, over bronze and ops tables."""
     p = load_pipeline("sensor_readings")
     contracts.ensure(spark, contracts.bronze(p), contracts.STREAM_PROGRESS)
@@ -193,7 +202,7 @@ def test_sequential_and_concurrent_clients_zero_failures(spark, cfg, thrift) -> 
     _assert_no_class_errors(cfg)
 
 
-def test_tidewater_sql_prints_a_table(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+def test_tidewater_sql_prints_a_table(spark: SparkSession, cfg: TidewaterConfig) -> None:
     spark.sql("SELECT 1").collect()
     out = subprocess.run([sys.executable, "-m", "tidewater.cli", "sql",
                           "SELECT sensor_id, count(*) AS n FROM serving.sensor_readings GROUP BY sensor_id ORDER BY 1"],

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.integration
 
 
-def test_record_survives_broker_restart(stack) -> None:  # type: ignore[no-untyped-def]
+def test_record_survives_broker_restart(stack: TidewaterConfig) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     from infra.services import kafka_broker
@@ -58,7 +62,7 @@ def test_record_survives_broker_restart(stack) -> None:  # type: ignore[no-untyp
     assert values == [b"hello tidewater"]
 
 
-def test_broker_listens_on_loopback_only(stack) -> None:  # type: ignore[no-untyped-def]
+def test_broker_listens_on_loopback_only(stack: TidewaterConfig) -> None:
     from infra.services.kafka_broker import server_properties
 
     props = server_properties(stack)

@@ -13,11 +13,16 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "Asia/Kolkata"  # east of UTC: see the host_time_zone fixture
@@ -26,7 +31,7 @@ PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
 
 
 @pytest.fixture(scope="module")
-def cfg(tw_env: dict[str, str]) -> Iterator[Any]:
+def cfg(tw_env: dict[str, str]) -> Iterator[TidewaterConfig]:
     """This module's stack runs in kappa mode (the subprocesses inherit the setting)."""
     from lakehouse.config import load_config
 
@@ -38,10 +43,12 @@ def cfg(tw_env: dict[str, str]) -> Iterator[Any]:
 class ServingReader(threading.Thread):
     """Polls the serving view; records duplicate windows and windows that vanished."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         super().__init__(daemon=True)
         self.spark, self.stopping = spark, threading.Event()
-        self.polls, self.duplicates, self.vanished = 0, [], []  # type: ignore[var-annotated]
+        self.polls = 0
+        self.duplicates: list[Any] = []  # failed queries and samples of duplicate windows
+        self.vanished: list[Any] = []
         self.seen: set[tuple[str, Any]] = set()
 
     def run(self) -> None:
@@ -62,7 +69,7 @@ class ServingReader(threading.Thread):
             time.sleep(0.5)
 
 
-def test_replay_switches_atomically_under_load_and_equals_batch(spark, stack) -> None:  # type: ignore[no-untyped-def]
+def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSession, stack: TidewaterConfig) -> None:
     from infra.services.process import wait_until
     from lakehouse.pipeline import load_pipeline
     from lakehouse.speed_versions import active_version

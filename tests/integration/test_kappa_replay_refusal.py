@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import load_pipeline
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lakehouse.config import TidewaterConfig
+
 pytestmark = pytest.mark.integration
 
 
-def test_replay_refused_after_log_start_moved(stack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: Path) -> None:
     from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
     from kafka.admin import NewTopic
 

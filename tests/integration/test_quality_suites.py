@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.integration
 
 PIPELINE = "sensor_readings"
 
 
-def write_bronze(spark, cfg, readings: list[tuple[str, float]], start: datetime | None = None,  # type: ignore[no-untyped-def]
+def write_bronze(spark: SparkSession, cfg: TidewaterConfig, readings: list[tuple[str, float]], start: datetime | None = None,
                  first_offset: int = 0) -> None:
     """Append contract-shaped bronze rows for ``sensor_readings``: one event per (sensor_id, temperature),
     10 s apart from ``start``, with distinct Kafka offsets (the bronze grain)."""
@@ -31,7 +37,7 @@ def write_bronze(spark, cfg, readings: list[tuple[str, float]], start: datetime 
     spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
 
 
-def test_bronze_suite_catches_impossible_temperature(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+def test_bronze_suite_catches_impossible_temperature(spark: SparkSession, cfg: TidewaterConfig) -> None:
     from expectations.runner import validate_table
 
     write_bronze(spark, cfg, [("s-1", 20.5), ("s-2", 21.0), ("s-1", 19.0)])
@@ -47,7 +53,7 @@ def test_bronze_suite_catches_impossible_temperature(spark, cfg) -> None:  # typ
     assert (cfg.data_dir / "docs" / "index.html").exists()
 
 
-def test_window_suite_checks_min_avg_max_and_window_order(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+def test_window_suite_checks_min_avg_max_and_window_order(spark: SparkSession, cfg: TidewaterConfig) -> None:
     from expectations.runner import validate_table
     from lakehouse import contracts
     from lakehouse.pipeline import load_pipeline
@@ -69,7 +75,7 @@ def test_window_suite_checks_min_avg_max_and_window_order(spark, cfg) -> None:  
     assert "avg_temperature" in text and "max_temperature" in text
 
 
-def test_quarantine_rate_is_a_warning(spark, cfg) -> None:  # type: ignore[no-untyped-def]
+def test_quarantine_rate_is_a_warning(spark: SparkSession, cfg: TidewaterConfig) -> None:
     from expectations.runner import validate_table
     from lakehouse import contracts
     from lakehouse.pipeline import load_pipeline

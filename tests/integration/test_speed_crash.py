@@ -13,11 +13,16 @@ import random
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.integration.speed_helpers import expected_tumbling, speed_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
@@ -29,7 +34,7 @@ KILLS = 3
 class Producer(threading.Thread):
     """Sends events at about ``rate`` per second until stopped; remembers exactly what it sent."""
 
-    def __init__(self, cfg: Any, rate: float = 100.0) -> None:
+    def __init__(self, cfg: TidewaterConfig, rate: float = 100.0) -> None:
         super().__init__(daemon=True)
         from kafka import KafkaProducer
 
@@ -60,7 +65,7 @@ class Producer(threading.Thread):
         self.producer.close()
 
 
-def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark, stack) -> None:  # type: ignore[no-untyped-def]
+def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark: SparkSession, stack: TidewaterConfig) -> None:
     import shutil
 
     from lakehouse.naming import checkpoint_dir

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.integration
 HOST_TZ = "Asia/Kolkata"  # east of UTC: see the host_time_zone fixture
@@ -21,7 +27,7 @@ HOST_TZ = "Asia/Kolkata"  # east of UTC: see the host_time_zone fixture
 SENSORS = ["s-a", "s-b", "s-c", "s-d"]
 
 
-def test_speed_layer_tables_match_hand_computed_values(spark, stack) -> None:  # type: ignore[no-untyped-def]
+def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stack: TidewaterConfig) -> None:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.ops_reader import read_rows
     from spark_jobs.speed_control import stop_speed, wait_caught_up

@@ -6,8 +6,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +30,7 @@ spark.stop()
 """
 
 
-def test_delta_write_and_read_on_standalone_master(stack) -> None:  # type: ignore[no-untyped-def]
+def test_delta_write_and_read_on_standalone_master(stack: TidewaterConfig) -> None:
     import pyspark
 
     from infra.services.process import ManagedProcess, free_port, port_open, wait_until

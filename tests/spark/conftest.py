@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 @pytest.fixture(scope="package")
-def spark() -> Iterator[Any]:
+def spark() -> Iterator[SparkSession]:
     from lakehouse import utc
 
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.transforms.parse import classify, quarantined, valid_events
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +20,7 @@ ARRIVED = datetime(2026, 1, 1, tzinfo=UTC)  # the records' Kafka (broker) timest
 NOW_MS = int(ARRIVED.timestamp() * 1000)
 
 
-def _kafka_rows(spark, values):  # type: ignore[no-untyped-def]
+def _kafka_rows(spark: SparkSession, values: list[str | None]) -> DataFrame:
     rows = [(v.encode() if v is not None else None, "sensor-readings", 0, i, ARRIVED, ARRIVED)
             for i, v in enumerate(values)]
     return spark.createDataFrame(
@@ -24,7 +28,7 @@ def _kafka_rows(spark, values):  # type: ignore[no-untyped-def]
               "ingest_time timestamp").selectExpr("cast(value as string) as raw_value", "*").drop("value")
 
 
-def test_reason_codes(spark) -> None:  # type: ignore[no-untyped-def]
+def test_reason_codes(spark: SparkSession) -> None:
     p = load_pipeline("sensor_readings")
     good = {"event_id": "e1", "sensor_id": "s1", "timestamp": NOW_MS, "temperature": 21.5}
     cases = {

@@ -4,6 +4,7 @@ expressions, equal the shared aggregation over both (sketches: the same estimate
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,11 +12,16 @@ from lakehouse.pipeline import load_pipeline
 from spark_jobs.transforms.partials import combined, first_copies, partial_aggregate
 from spark_jobs.transforms.windows import windowed_aggregate
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.pipeline import Pipeline
+
 pytestmark = pytest.mark.spark
 T0 = datetime(2026, 1, 1, 8, 0)
 
 
-def _fold(spark, p, a, b):  # type: ignore[no-untyped-def]
+def _fold(spark: SparkSession, p: Pipeline, a: DataFrame, b: DataFrame) -> DataFrame:
     """What the MERGE does to a window both micro-batches touched (and keeps the others as they are)."""
     grain = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
     a.createOrReplaceTempView("t_partials")
@@ -29,7 +35,7 @@ def _fold(spark, p, a, b):  # type: ignore[no-untyped-def]
     return joined.unionByName(only[0].select(*cols)).unionByName(only[1].select(*cols))
 
 
-def test_sliding_windows_with_sketches_fold_exactly(spark) -> None:  # type: ignore[no-untyped-def]
+def test_sliding_windows_with_sketches_fold_exactly(spark: SparkSession) -> None:
     p = load_pipeline("lift_rides")
     rows = [(f"e{i}", f"lift-{i % 3}", f"skier-{(i * 7) % 23}", T0 + timedelta(seconds=37 * i)) for i in range(120)]
     schema = "event_id string, lift_id string, skier_id string, event_time timestamp"
@@ -44,7 +50,7 @@ def test_sliding_windows_with_sketches_fold_exactly(spark) -> None:  # type: ign
         assert distinct == r.distinct_skiers  # 23 skiers at most: the sketch is exact at this size
 
 
-def test_tumbling_averages_fold_from_sums_and_counts(spark) -> None:  # type: ignore[no-untyped-def]
+def test_tumbling_averages_fold_from_sums_and_counts(spark: SparkSession) -> None:
     p = load_pipeline("sensor_readings")
     rows = [(f"e{i}", f"s{i % 2}", float(i % 9) - 3.5, T0 + timedelta(seconds=11 * i)) for i in range(40)]
     schema = "event_id string, sensor_id string, temperature double, event_time timestamp"
@@ -59,7 +65,7 @@ def test_tumbling_averages_fold_from_sums_and_counts(spark) -> None:  # type: ig
         assert got.max_event_time == r.max_event_time
 
 
-def test_first_copies_apply_the_arrival_rule_against_history(spark) -> None:  # type: ignore[no-untyped-def]
+def test_first_copies_apply_the_arrival_rule_against_history(spark: SparkSession) -> None:
     p = load_pipeline("sensor_readings")
     schema = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint"
     history = spark.createDataFrame([("a", T0, 0, 1), ("b", T0 + timedelta(seconds=5), 1, 9)], schema)

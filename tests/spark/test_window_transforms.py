@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.transforms.windows import dedup_history, windowed_aggregate
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +20,7 @@ def T(hhmmss: str) -> datetime:
     return datetime.fromisoformat(f"2026-01-01T{hhmmss}")
 
 
-def test_tumbling_sensor_windows(spark) -> None:  # type: ignore[no-untyped-def]
+def test_tumbling_sensor_windows(spark: SparkSession) -> None:
     from pyspark.testing import assertDataFrameEqual
 
     p = load_pipeline("sensor_readings")
@@ -36,7 +40,7 @@ def test_tumbling_sensor_windows(spark) -> None:  # type: ignore[no-untyped-def]
     assertDataFrameEqual(out, expected)
 
 
-def test_sliding_lift_windows_count_each_ride_twice(spark) -> None:  # type: ignore[no-untyped-def]
+def test_sliding_lift_windows_count_each_ride_twice(spark: SparkSession) -> None:
     from pyspark.testing import assertDataFrameEqual
 
     p = load_pipeline("lift_rides")
@@ -54,7 +58,7 @@ def test_sliding_lift_windows_count_each_ride_twice(spark) -> None:  # type: ign
     assertDataFrameEqual(out, expected)
 
 
-def test_session_windows_close_after_gap(spark) -> None:  # type: ignore[no-untyped-def]
+def test_session_windows_close_after_gap(spark: SparkSession) -> None:
     from pyspark.testing import assertDataFrameEqual
 
     p = load_pipeline("game_sessions")
@@ -77,7 +81,7 @@ def test_session_windows_close_after_gap(spark) -> None:  # type: ignore[no-unty
     assertDataFrameEqual(out, expected)
 
 
-def test_history_dedup_keeps_first_delivery(spark) -> None:  # type: ignore[no-untyped-def]
+def test_history_dedup_keeps_first_delivery(spark: SparkSession) -> None:
     p = load_pipeline("sensor_readings")
     events = spark.createDataFrame(
         [("a", "s1", 1.0, T("00:00:01"), 0, 5), ("a", "s1", 1.0, T("00:00:01"), 0, 9), ("b", "s1", 2.0, T("00:00:02"), 1, 3)],
@@ -87,7 +91,7 @@ def test_history_dedup_keeps_first_delivery(spark) -> None:  # type: ignore[no-u
     assert [(r.event_id, r.kafka_offset) for r in out] == [("a", 5), ("b", 3)]
 
 
-def test_dedup_keeps_the_copy_that_reached_kafka_first_whatever_its_partition(spark) -> None:  # type: ignore[no-untyped-def]
+def test_dedup_keeps_the_copy_that_reached_kafka_first_whatever_its_partition(spark: SparkSession) -> None:
     """One rule for duplicates with different payloads: earliest Kafka arrival, then partition, then
     offset. A later copy on a lower partition must not displace the published one."""
     p = load_pipeline("sensor_readings")

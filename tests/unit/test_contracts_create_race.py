@@ -4,9 +4,14 @@ test_random_streams.py: one of three jobs started together died on ``ops.stream_
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import pytest
 
 from lakehouse import contracts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.unit
 
@@ -23,15 +28,19 @@ class RacingSpark:
         if len(self.statements) <= self.failures:
             raise RuntimeError(self.error)
 
+    def session(self) -> SparkSession:
+        """This stand-in where a SparkSession is expected (``ensure`` only calls ``sql``)."""
+        return cast("SparkSession", self)
+
 
 def test_a_create_that_loses_the_race_is_retried() -> None:
     spark = RacingSpark(2, "[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table ('`ops`.`stream_progress`')")
-    contracts.ensure(spark, contracts.STREAM_PROGRESS)  # type: ignore[arg-type]
+    contracts.ensure(spark.session(), contracts.STREAM_PROGRESS)
     assert len(spark.statements) == 3 and spark.statements[-1] == contracts.STREAM_PROGRESS.ddl()
 
 
 def test_other_errors_are_not_retried() -> None:
     spark = RacingSpark(1, "[PARSE_SYNTAX_ERROR] Syntax error")
     with pytest.raises(RuntimeError, match="PARSE_SYNTAX_ERROR"):
-        contracts.ensure(spark, contracts.STREAM_PROGRESS)  # type: ignore[arg-type]
+        contracts.ensure(spark.session(), contracts.STREAM_PROGRESS)
     assert len(spark.statements) == 1

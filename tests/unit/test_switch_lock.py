@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 
-def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lakehouse.config import load_config
     from lakehouse.errors import TidewaterError
     from lakehouse.pipeline import load_pipeline

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TypeAlias
 
 from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.pipeline import Pipeline, available_pipelines, load_pipeline
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``register`` receives: ``parser.add_subparsers()`` of the ``tidewater`` parser."""
 
 
 def config_from(args: argparse.Namespace) -> TidewaterConfig:

@@ -19,7 +19,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from lakehouse.errors import TidewaterError
-from tidewater.commands import config_from
+from tidewater.commands import Subparsers, config_from
 
 
 def spark_home() -> Path:
@@ -65,7 +65,7 @@ def cmd_beeline(args: argparse.Namespace) -> int:
     return 0  # not reached: execve replaces this process
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     # "+" as the only prefix char: every "-x" argument goes to beeline (``--help`` prints beeline's)
     p = sub.add_parser("beeline", prefix_chars="+", add_help=False,
                        help="the Hive JDBC shell on the Thrift server (URL and user defaulted; args go to beeline)")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lakehouse.errors import TidewaterError
+from tidewater.commands import Subparsers
 
 
 def parse_scenarios(text: str | None) -> list[int] | None:
@@ -43,7 +44,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if run["ok"] else 1
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("bench", help="run the benchmark suite (writes benchmarks/results/)")
     p.add_argument("--quick", action="store_true", help="smoke sizes (what CI runs)")
     p.add_argument("--size", choices=["quick", "medium", "full"], default="full", help="data sizes (default full)")

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from lakehouse.errors import TidewaterError
-from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def _spark(cfg: Any, app: str) -> Any:
@@ -114,7 +114,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("batch", help="recompute exact windows from bronze and publish them (lambda mode)")
     add_pipeline_arg(p)
     p.add_argument("--full", action="store_true", help="recompute every window (default: incremental)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tidewater.commands import config_from, progress
+from tidewater.commands import Subparsers, config_from, progress
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
@@ -18,10 +18,8 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
     cfg = config_from(args)
     parts = args.only or ["tables", "ops", "checkpoints"]
-    if args.retention_hours < maintenance.MIN_RETENTION_HOURS:  # refuse before any Spark start
-        maintenance.optimize_and_vacuum(None, args.retention_hours)  # type: ignore[arg-type]
-    if args.ops_retention_days < 1:
-        maintenance.ops_retention(None, args.ops_retention_days)  # type: ignore[arg-type]
+    maintenance.require_safe_retention(args.retention_hours)  # refuse before any Spark start
+    maintenance.require_ops_retention(args.ops_retention_days)
     report: dict[str, object] = {"dry_run": args.dry_run}
     if "checkpoints" in parts:
         report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
@@ -39,7 +37,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("maintenance", help="Delta OPTIMIZE/VACUUM, ops retention, retired checkpoint clean-up")
     p.add_argument("--only", action="append", choices=["tables", "ops", "checkpoints"], help="run only these parts")
     p.add_argument("--retention-hours", type=int, default=168, help="VACUUM retention (>= 168)")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
-from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def _fraction(text: str) -> float:
@@ -96,7 +96,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("produce", help="send synthetic (or file) events to a pipeline's Kafka topic")
     add_pipeline_arg(p)
     p.add_argument("--rate", type=_positive, default=0.0, help="events per second (0 = as fast as possible)")

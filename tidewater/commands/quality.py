@@ -13,7 +13,7 @@ import json
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
-from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
 
@@ -62,7 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("check", help="run the Great Expectations suites on a pipeline's tables; build Data Docs")
     add_pipeline_arg(p)
     p.add_argument("--kind", action="append", choices=["bronze", "quarantine", "speed", "batch", "staging", "serving"],
