@@ -85,9 +85,36 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
     view = naming.table("serving", p.name)
     batch_version = None if cfg.mode == "kappa" else table_version(spark, naming.table("batch", p.name))
     select = view_sql(p, cfg.mode, naming.speed_table(p.name, version), cutoff, batch_version)
-    if spark.catalog.tableExists(view):
-        ddl = f"ALTER VIEW {view} AS {select}"  # atomic: readers see the old or the new definition
-    else:
-        ddl = f"CREATE VIEW IF NOT EXISTS {view} AS {select}"
-    spark.sql(ddl)
-    return ddl
+    return replace_view(spark, view, select)
+
+
+def replace_view(spark: SparkSession, view: str, select: str) -> str:
+    """Point ``view`` at ``select``; returns the DDL that did it. ``ALTER VIEW`` is atomic (readers see
+    the old or the new definition). Never ``CREATE VIEW IF NOT EXISTS`` on a guess that the view is
+    missing: when another process created it meanwhile, that statement does nothing and the view keeps
+    the other definition (a batch publish left serving on the speed job's cutoff-less view). The view's
+    stored text is read back: a refresh that did not take effect fails instead of passing silently."""
+    for attempt in range(3):
+        ddl = f"ALTER VIEW {view} AS {select}"
+        try:
+            spark.sql(ddl)
+        except Exception as exc:
+            if "TABLE_OR_VIEW_NOT_FOUND" not in str(exc) and "NoSuchTable" not in str(exc):
+                raise
+            ddl = f"CREATE VIEW {view} AS {select}"
+            try:
+                spark.sql(ddl)
+            except Exception as race:
+                if attempt == 2 or not any(code in str(race) for code in contracts.CREATE_RACE_ERRORS):
+                    raise
+                continue  # created by another process meanwhile: alter it
+        if view_text(spark, view).strip() == select.strip():
+            return ddl
+    raise RuntimeError(f"serving: {view} does not hold the definition written 3 times (another process keeps "
+                       f"replacing it?); it holds: {view_text(spark, view)[:300]}")
+
+
+def view_text(spark: SparkSession, view: str) -> str:
+    """The SELECT a view stores (``View Text`` of ``DESCRIBE TABLE EXTENDED``)."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {view}").collect()
+    return next((r["data_type"] for r in rows if r["col_name"] == "View Text"), "")

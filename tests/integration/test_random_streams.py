@@ -154,7 +154,12 @@ def check_pipeline(spark: Any, cfg: Any, p: Any, s: Scenario, exp: Expected, rec
         if row["source"] == "speed" and not all(m in s.tail_ids or m.startswith("f") for m in exp.members[key]):
             out.append(f"premise: speed window {key} holds body events {exp.members[key]}")
     got = serving_rows(spark, p)
-    out += differences(p, exp, got)
+    diffs = differences(p, exp, got)
+    if diffs:  # what the view was cut on, for the reader of a failure
+        from spark_jobs.serving import view_text
+
+        diffs.append(f"serving.{p.name} is: {view_text(spark, f'serving.{p.name}')[-400:]}")
+    out += diffs
     for key, members in exp.members.items():  # speed dropped a late event: the batch row corrects it
         if (key in got and set(members) & s.late_ids and not set(members) & s.dirty_ids
                 and got[key].finality != "corrected"):
