@@ -10,7 +10,7 @@ import json
 
 from lakehouse.errors import TopicMissing
 from lakehouse.speed_versions import active_version
-from tidewater.commands import add_pipeline_arg, config_from, pipeline_from, progress
+from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
@@ -44,7 +44,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("speed", help="start, stop or inspect a pipeline's streaming job")
     p.add_argument("action", choices=["start", "stop", "status", "run"])
     add_pipeline_arg(p)

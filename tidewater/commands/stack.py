@@ -10,7 +10,7 @@ from typing import Any
 
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
-from tidewater.commands import config_from, progress
+from tidewater.commands import Subparsers, config_from, progress
 
 
 def _services() -> list[Any]:
@@ -114,7 +114,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("setup", help="fetch JVM jars with Maven into .cache/jars (idempotent)")
     p.add_argument("--force", action="store_true", help="run Maven even if jars are cached")
     p.set_defaults(handler=cmd_setup)
