@@ -24,16 +24,24 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
-from spark_jobs.speed_control import committed_offsets, lag_records, speed_process, start_speed, stop_speed
+from spark_jobs.speed_control import (
+    committed_offsets,
+    lag_records,
+    require_topic,
+    speed_process,
+    start_speed,
+    stop_speed,
+)
 
 
-def check_history(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
-    """Offsets per partition if the log still starts at offset 0 everywhere, else a TidewaterError."""
+def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int]]:
+    """Offsets per partition if the log still starts at offset 0 everywhere, else a TidewaterError
+    (``TopicMissing`` when there is no topic at all)."""
     from spark_jobs.io.kafka_admin import offsets
 
+    require_topic(cfg, p)
+    topic = p.topic
     parts = offsets(cfg, topic)
-    if not parts:
-        raise TidewaterError(f"replay: topic '{topic}' does not exist or has no partitions; nothing to replay")
     lost = {part: begin for part, (begin, _end) in parts.items() if begin != 0}
     if lost:
         where = ", ".join(f"partition {k} starts at offset {v}" for k, v in sorted(lost.items()))
@@ -87,7 +95,7 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
            log: Callable[[str], None] = print) -> dict[str, Any]:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
-    check_history(cfg, p.topic)
+    check_history(cfg, p)
     with switch_lock(cfg, p):
         active = active_version(cfg, p.name)
         new = next_version(cfg, p.name, active)

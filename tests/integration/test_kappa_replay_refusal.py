@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lakehouse.errors import TidewaterError
+from lakehouse.errors import TidewaterError, TopicMissing
 from lakehouse.pipeline import load_pipeline
 
 if TYPE_CHECKING:
@@ -36,7 +36,9 @@ def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: 
     prod.flush()
     prod.close()
     p = dataclasses.replace(load_pipeline("sensor_readings"), topic=topic)
-    assert replay.check_history(cfg, topic)  # full history: accepted
+    assert replay.check_history(cfg, p)  # full history: accepted
+    with pytest.raises(TopicMissing):  # no topic: the same exit code as 'speed start' (4)
+        replay.check_history(cfg, dataclasses.replace(p, topic="no-such-topic"))
     admin.delete_records({TopicPartition(topic, 1): 5})  # what retention does to old segments
     admin.close()
     assert offsets(cfg, topic)[1][0] == 5

@@ -84,7 +84,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.rollback:
         out = replay.rollback(cfg, p, refresh)
     else:
-        replay.check_history(cfg, p.topic)  # before any Spark start: refuse fast, change nothing
+        replay.check_history(cfg, p)  # before any Spark start: refuse fast, change nothing
         holder["spark"] = _spark(cfg, "tidewater-replay")
         out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress)
     print(json.dumps(out))
