@@ -112,7 +112,8 @@ def partial_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
 
 def speed(p: Pipeline, version: int = 1) -> Contract:
     """Provisional windowed results, upserted each micro-batch; ``is_final`` once the watermark passed.
-    Clustered by ``window_start`` so a micro-batch's MERGE reads only the files of recent windows."""
+    Not partitioned or clustered: the MERGE bounds its target by the micro-batch's first
+    ``window_start`` (``SpeedMerge``), which file statistics can use while recent windows sit in recent files."""
     return Contract(
         naming.speed_table(p.name, version),
         (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
