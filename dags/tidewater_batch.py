@@ -1,18 +1,30 @@
 """``tidewater_batch``: write-audit-publish of the batch layer, per pipeline.
 
-stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite) -> publish (atomic,
-``batch.<p>`` Asset) -> refresh the serving view (``serving.<p>`` Asset) -> reconcile. A failed
-validation fails the run before publish: the serving view is left exactly as it was. Absent in
-Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from the UI.
+stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite) -> publish (one MERGE
+into ``batch.<p>``, then the serving view moves to the new cutoff: the ``batch.<p>`` and ``serving.<p>``
+Assets, which schedule ``tidewater_quality``) -> reconcile. A failed validation fails the run before
+publish: the serving view is left exactly as it was. Re-running a published run's publish task is a
+no-op. Absent in Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from
+the UI (each run recomputes what changed since the last published run).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from airflow.sdk import Asset, Param, TaskGroup, dag, get_current_context, task
+from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
-from dags.tidewater_common import DEFAULT_ARGS, batch_schedule, last_json, mode, pipelines, run_tidewater
+from dags.tidewater_common import (
+    DEFAULT_ARGS,
+    batch_asset,
+    batch_schedule,
+    last_json,
+    mode,
+    paused_at_creation,
+    pipelines,
+    run_tidewater,
+    serving_asset,
+)
 from lakehouse.errors import NothingToDo
 
 
@@ -52,25 +64,18 @@ def pipeline_steps(p: str) -> None:
             raise RuntimeError(f"'tidewater check {pipeline} --kind staging' exited {proc.returncode}")
         return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "validated"
 
-    @task(task_id="publish", outlets=[Asset(name=f"batch.{p}", uri=f"tidewater://batch/{p}", group="tidewater")])
+    @task(task_id="publish", outlets=[batch_asset(p), serving_asset(p)])
     def publish(staged: dict, _validated: str, pipeline: str = p) -> dict:
-        run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]))
-        return staged
-
-    @task(task_id="refresh_serving",
-          outlets=[Asset(name=f"serving.{p}", uri=f"tidewater://serving/{p}", group="tidewater")])
-    def refresh(published: dict, pipeline: str = p) -> str:
-        run_tidewater("serving", "refresh", pipeline)
-        return f"serving.{pipeline} refreshed after run {published['run_id']}"
+        proc = run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]))
+        return last_json(proc.stdout)
 
     @task(task_id="reconcile")
-    def reconcile(_refreshed: str, pipeline: str = p) -> str:
+    def reconcile(_published: dict, pipeline: str = p) -> str:
         out = run_tidewater("reconcile", pipeline).stdout.strip()
         return out.splitlines()[-1] if out else "reconciled"
 
     staged = stage()
-    published = publish(staged, validate(staged))
-    reconcile(refresh(published))
+    reconcile(publish(staged, validate(staged)))
 
 
 if mode() != "kappa":
@@ -81,6 +86,7 @@ if mode() != "kappa":
         start_date=datetime(2026, 1, 1),
         catchup=False,
         max_active_runs=1,
+        is_paused_upon_creation=paused_at_creation("batch"),
         default_args=DEFAULT_ARGS,
         tags=["tidewater", "batch", "lambda"],
         params={

@@ -46,6 +46,40 @@ def speed_schedule() -> str | None:
     return schedule_knob("speed", "*/5 * * * *")
 
 
+def paused_at_creation(dag: str) -> bool:
+    """Whether ``tidewater_<dag>`` is created paused: the ones named in ``airflow.active_dags``
+    (exported as ``TIDEWATER_AIRFLOW_ACTIVE_DAGS``; default speed, batch, quality) start active on the
+    first ``tidewater up``, so the supervisor keeps the speed layer alive without a click. Airflow
+    applies this once, when it first sees the DAG: a DAG paused later in the UI stays paused."""
+    active = os.environ.get("TIDEWATER_AIRFLOW_ACTIVE_DAGS", "speed,batch,quality")
+    return dag not in {d.strip() for d in active.split(",")}
+
+
+def quality_schedule() -> Any:
+    """``tidewater_quality`` runs when a batch run publishes (data-aware: any ``batch.<p>`` Asset) in
+    lambda mode, hourly at :30 in kappa mode (nothing publishes there); ``TIDEWATER_AIRFLOW_QUALITY_SCHEDULE``
+    (a cron expression, or ``none``) overrides either."""
+    knob = os.environ.get("TIDEWATER_AIRFLOW_QUALITY_SCHEDULE")
+    if knob is not None or mode() == "kappa":
+        return schedule_knob("quality", "30 * * * *")
+    from airflow.sdk import AssetAny
+
+    return AssetAny(*(batch_asset(p) for p in pipelines()))
+
+
+def batch_asset(pipeline: str) -> Any:
+    """The Asset a batch publish updates: ``batch.<p>`` and, in the same step, ``serving.<p>``."""
+    from airflow.sdk import Asset
+
+    return Asset(name=f"batch.{pipeline}", uri=f"tidewater://batch/{pipeline}", group="tidewater")
+
+
+def serving_asset(pipeline: str) -> Any:
+    from airflow.sdk import Asset
+
+    return Asset(name=f"serving.{pipeline}", uri=f"tidewater://serving/{pipeline}", group="tidewater")
+
+
 def tidewater_bin() -> str:
     here = Path(sys.executable).parent / "tidewater"
     return str(here) if here.exists() else "tidewater"

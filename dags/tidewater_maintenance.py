@@ -7,7 +7,7 @@ from datetime import datetime
 
 from airflow.sdk import XComArg, dag, task
 
-from dags.tidewater_common import DEFAULT_ARGS, run_tidewater, schedule_knob
+from dags.tidewater_common import DEFAULT_ARGS, paused_at_creation, run_tidewater, schedule_knob
 
 
 def maintenance_task(part: str) -> XComArg:
@@ -25,6 +25,7 @@ def maintenance_task(part: str) -> XComArg:
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
+    is_paused_upon_creation=paused_at_creation("maintenance"),
     default_args=DEFAULT_ARGS,
     tags=["tidewater", "maintenance"],
     doc_md=__doc__,

@@ -1,5 +1,6 @@
-"""``tidewater_quality``: the expectation suites on schedule (bronze, quarantine rate, speed,
-batch, serving) for each pipeline, then the Data Docs location (``<data_dir>/docs/index.html``)."""
+"""``tidewater_quality``: the expectation suites (bronze, quarantine rate, speed, batch, serving) for
+each pipeline, then the Data Docs location (``<data_dir>/docs/index.html``). Data-aware: in lambda mode
+it runs whenever a batch run publishes a ``batch.<p>`` Asset (``quality_schedule``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import datetime
 
 from airflow.sdk import XComArg, dag, task
 
-from dags.tidewater_common import DEFAULT_ARGS, pipelines, run_tidewater, schedule_knob
+from dags.tidewater_common import DEFAULT_ARGS, paused_at_creation, pipelines, quality_schedule, run_tidewater
 
 
 def check_task(p: str) -> XComArg:
@@ -21,10 +22,11 @@ def check_task(p: str) -> XComArg:
 
 @dag(
     dag_id="tidewater_quality",
-    schedule=schedule_knob("quality", "30 * * * *"),
+    schedule=quality_schedule(),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
+    is_paused_upon_creation=paused_at_creation("quality"),
     default_args=DEFAULT_ARGS,
     tags=["tidewater", "quality"],
     doc_md=__doc__,

@@ -14,6 +14,7 @@ from airflow.sdk import Param, XComArg, dag, get_current_context, task
 
 from dags.tidewater_common import (
     DEFAULT_ARGS,
+    paused_at_creation,
     pipelines,
     run_tidewater,
     speed_decision,
@@ -54,6 +55,7 @@ def supervise_task(p: str) -> XComArg:
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
+    is_paused_upon_creation=paused_at_creation("speed"),
     default_args=DEFAULT_ARGS,
     tags=["tidewater", "speed"],
     params={

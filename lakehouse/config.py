@@ -16,6 +16,7 @@ from typing import Any
 from lakehouse.errors import ConfigError
 
 MODES = ("lambda", "kappa")
+DAGS = ("speed", "batch", "quality", "maintenance", "replay")  # dags/tidewater_<name>.py
 ENV_OVERRIDES = {
     "TIDEWATER_DATA_DIR": "data_dir",
     "TIDEWATER_MODE": "mode",
@@ -26,6 +27,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
+    "TIDEWATER_AIRFLOW_ACTIVE_DAGS": "airflow.active_dags",
     "TIDEWATER_BI_ENABLED": "bi.enabled",
     "TIDEWATER_BI_PORT": "bi.port",
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
@@ -69,6 +71,12 @@ class AirflowConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     batch_schedule: str = "@hourly"
+    # DAGs (tidewater_<name>) created unpaused by the first `tidewater up`; "" keeps all of them paused
+    active_dags: str = "speed,batch,quality"
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        return tuple(d.strip() for d in self.active_dags.split(",") if d.strip())
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,9 @@ def _validate(cfg: TidewaterConfig) -> None:
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
+    unknown = sorted(set(cfg.airflow.active) - set(DAGS))
+    if unknown:
+        raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
     if cfg.bi.host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError("bi.host", cfg.bi.host, "a loopback address (127.0.0.1): Superset is local only")
     if cfg.spark.max_offsets_per_trigger < 1:

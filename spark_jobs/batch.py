@@ -153,6 +153,9 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     from spark_jobs.reconcile_job import record_ledger
     from spark_jobs.serving import refresh_view
 
+    done = batch_runs.already_published(spark, p.name, run_id)
+    if done is not None:  # a retried or cleared publish task: the run is live, nothing to redo
+        return {**done, "already_published": True}
     run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     merge_staged(spark, p, run)
@@ -195,7 +198,10 @@ def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:
                              f"table (rebuild history with 'tidewater replay {p.name}'), or set mode: lambda")
 
 
-def stage_line(run: dict[str, Any]) -> str:
-    """The last stdout line of ``--stage-only`` (Airflow reads it)."""
-    return json.dumps({"run_id": run["run_id"], "staging_table": naming.staging_table("batch", run["pipeline"]),
-                       "windows": run["windows_written"], "cutoff": as_utc(run["cutoff"]).isoformat(sep=" ")})
+def run_line(run: dict[str, Any]) -> str:
+    """The last stdout line of ``--stage-only`` and ``--publish`` (Airflow reads it)."""
+    return json.dumps({"run_id": run["run_id"], "status": run["status"],
+                       "staging_table": naming.staging_table("batch", run["pipeline"]),
+                       "windows": run["windows_written"], "deleted": run["windows_deleted"],
+                       "cutoff": as_utc(run["cutoff"]).isoformat(sep=" "),
+                       "already_published": bool(run.get("already_published"))})

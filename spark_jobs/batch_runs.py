@@ -54,6 +54,12 @@ def supersede_staged(spark: SparkSession, pipeline: str) -> None:
     spark.sql(f"UPDATE {TABLE} SET status = 'superseded' WHERE pipeline = '{pipeline}' AND status = 'staged'")
 
 
+def already_published(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any] | None:
+    """Run ``run_id`` if it is published already (publishing it again is a no-op), else None."""
+    mine = [r for r in runs(spark, pipeline) if r["run_id"] == run_id and r["status"] == "published"]
+    return mine[0] if mine else None
+
+
 def require_latest_staged(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any]:
     """The staged run ``run_id``, or a TidewaterError saying why it cannot be published."""
     all_runs = runs(spark, pipeline)

@@ -27,6 +27,9 @@ from spark_jobs.speed_queries import STREAM, start_queries, stateless
 __all__ = ["start_queries", "run", "main"]
 
 INGEST_VERSION = naming.INGEST_VERSION
+# Speed jobs start one at a time (session, catalog tables, queries): three JVMs creating their tables
+# in the Derby metastore at once deadlocked (the supervisor DAG starts every pipeline in parallel).
+STARTUP_WAIT_SECONDS = 900.0
 MAX_RESTARTS = 3  # per query and process; then the job exits 1 and its supervisor (Airflow) takes over
 
 
@@ -104,6 +107,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
         run_seconds: float | None = None) -> None:
     from infra.spark_session import get_spark
     from spark_jobs.io.progress_recorder import ProgressRecorder
+    from spark_jobs.locks import exclusive
 
     locks = acquire_locks(cfg, p.name, version, which)
     stopping = {"flag": False}
@@ -113,14 +117,15 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
 
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
-    spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
-    recorder = ProgressRecorder(spark, cfg, p.name, query_checkpoints(cfg, p, version, which))
-    recovered = recorder.recover()  # before the queries run: batches a crash left without a row
-    if recovered:
-        print(f"speed: recovered {recovered} ops.stream_progress rows from the checkpoints", flush=True)
-    recorder.start()
-    queries = start_queries(spark, cfg, p, version, which, starting_offsets)
-    ensure_serving_view(spark, cfg, p, version, which)
+    with exclusive(cfg, "speed-startup", STARTUP_WAIT_SECONDS):  # see STARTUP_WAIT_SECONDS
+        spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
+        recorder = ProgressRecorder(spark, cfg, p.name, query_checkpoints(cfg, p, version, which))
+        recovered = recorder.recover()  # before the queries run: batches a crash left without a row
+        if recovered:
+            print(f"speed: recovered {recovered} ops.stream_progress rows from the checkpoints", flush=True)
+        recorder.start()
+        queries = start_queries(spark, cfg, p, version, which, starting_offsets)
+        ensure_serving_view(spark, cfg, p, version, which)
     print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
     try:
         failed = supervise(spark, cfg, p, version, queries, which, starting_offsets, stopping, run_seconds)

@@ -98,6 +98,7 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home(cfg) / "logs"),
         "TIDEWATER_AIRFLOW_BATCH_SCHEDULE": os.environ.get("TIDEWATER_AIRFLOW_BATCH_SCHEDULE", cfg.airflow.batch_schedule),
+        "TIDEWATER_AIRFLOW_ACTIVE_DAGS": cfg.airflow.active_dags,
         "TIDEWATER_MODE": cfg.mode,
     }
 

@@ -96,6 +96,47 @@ def task_log(cfg: TidewaterConfig, tok: str, dag_id: str, run_id: str, task_id: 
     return json.dumps(api(cfg, "GET", path, tok))
 
 
+def test_supervisor_batch_and_quality_are_active_after_up(airflow_up: TidewaterConfig) -> None:
+    """``airflow.active_dags`` (default speed, batch, quality): created unpaused by the first start,
+    so the supervisor keeps the speed layer alive with no click; maintenance waits for a human."""
+    tok = token(airflow_up)
+    paused = {}
+    for dag_id in ("tidewater_speed", "tidewater_batch", "tidewater_quality", "tidewater_maintenance"):
+        wait_for_dag(airflow_up, tok, dag_id)
+        paused[dag_id] = api(airflow_up, "GET", f"/api/v2/dags/{dag_id}", tok)["is_paused"]
+    assert paused == {"tidewater_speed": False, "tidewater_batch": False, "tidewater_quality": False,
+                      "tidewater_maintenance": True}, paused
+
+
+def asset_triggered_run(cfg: TidewaterConfig, tok: str, dag_id: str, timeout: float = 600) -> dict:
+    """The first run of ``dag_id`` that an Asset event created, once it finished."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns?run_type=asset_triggered", tok)["dag_runs"]
+        if runs:
+            return wait_for_run(cfg, tok, dag_id, runs[0]["dag_run_id"], timeout=deadline - time.monotonic())
+        time.sleep(5)
+    raise AssertionError(f"no asset-triggered run of {dag_id} within {timeout}s")
+
+
+def staged_run_id(cfg: TidewaterConfig, tok: str, dag_run: dict) -> str:
+    """The batch run id the ``stage`` task of a ``tidewater_batch`` DAG run staged (its XCom)."""
+    path = (f"/api/v2/dags/tidewater_batch/dagRuns/{dag_run['dag_run_id']}/taskInstances/"
+            "sensor_readings.stage/xcomEntries/return_value")
+    value = api(cfg, "GET", path, tok)["value"]
+    return str((json.loads(value) if isinstance(value, str) else value)["run_id"])
+
+
+def run_cli(cfg: TidewaterConfig, *args: str) -> dict:
+    """``tidewater <args>`` as the DAG tasks run it; its last JSON line."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     """Write-audit-publish through the scheduler: good data is published (Assets emitted); then one
     impossible reading (1000 °C) fails the run at ``validate``, and nothing is published: the batch
@@ -108,16 +149,21 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     done, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
     print(f"tidewater_batch via REST: {done['state']} in {time.monotonic() - started:.1f}s; {states}")
     assert done["state"] == "success", states
-    assert all(states[f"sensor_readings.{t}"] == "success"
-               for t in ("stage", "validate", "publish", "refresh_serving", "reconcile")), states
+    assert all(states[f"sensor_readings.{t}"] == "success" for t in ("stage", "validate", "publish", "reconcile")), states
+    assert "sensor_readings.refresh_serving" not in states  # publish moves the view itself
     assert states["lift_rides.stage"] == "skipped"  # the run was for one pipeline
     events = api(cfg, "GET", "/api/v2/assets/events?limit=50", tok)
     names = {e.get("name") or e.get("uri") for e in events.get("asset_events", [])}
     assert {"batch.sensor_readings", "serving.sensor_readings"} <= names or \
         {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"} <= names, names
+    quality = asset_triggered_run(cfg, tok, "tidewater_quality")  # data-aware: the publish scheduled it
+    assert quality["state"] == "success", quality
+    assert (cfg.data_dir / "docs" / "index.html").exists(), "Data Docs published"
     spark.catalog.refreshTable("batch.sensor_readings")
     published = sorted(tuple(r) for r in spark.table("batch.sensor_readings").collect())
     assert published
+    again = run_cli(cfg, "batch", "sensor_readings", "--publish", "--run-id", str(staged_run_id(cfg, tok, done)))
+    assert again["already_published"] is True and again["status"] == "published", again  # a re-run is a no-op
     before = serving_snapshot(spark)
     assert before[0], "serving view is empty after a published run"
 
@@ -134,7 +180,7 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     assert serving_snapshot(spark) == before
 
 
-def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
+def test_speed_supervisor_and_maintenance_dags_run(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.speed_control import speed_process
@@ -159,11 +205,7 @@ def test_speed_supervisor_quality_and_maintenance_dags_run(airflow_up: Tidewater
     assert done["state"] == "success", states
     assert not speed_process(cfg, load_pipeline("sensor_readings", cfg.pipelines)).running()
 
-    started = time.monotonic()
-    done, states = trigger(cfg, tok, "tidewater_quality", {})
-    timings["quality"] = time.monotonic() - started
-    assert done["state"] == "success", states
-    assert (cfg.data_dir / "docs" / "index.html").exists(), "Data Docs published"
+    # tidewater_quality ran on the batch Asset in the batch DAG test (data-aware scheduling)
     started = time.monotonic()
     done, states = trigger(cfg, tok, "tidewater_maintenance", {})
     timings["maintenance"] = time.monotonic() - started

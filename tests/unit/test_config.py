@@ -61,6 +61,8 @@ def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
         ("mode: [\n", {}, "expected valid YAML (parse error at line"),
         ("{}", {"TIDEWATER_JVM_OPTIONS": "TieredStopAtLevel=1"}, "'jvm_options' is 'TieredStopAtLevel=1'; expected JVM flags"),
         ("jvm_options: \"-Da='b\"\n", {}, "expected JVM flags separated by spaces"),
+        ("{}", {"TIDEWATER_AIRFLOW_ACTIVE_DAGS": "speed,supervisor"},
+         "'airflow.active_dags' is 'speed,supervisor'; expected comma-separated DAG names out of speed, batch"),
     ],
 )
 def test_bad_config_names_key_and_expected_form(tmp_path: Path, text: str, env: dict[str, str], message: str) -> None:

@@ -7,7 +7,7 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -59,8 +59,10 @@ def test_batch_dag_wires_write_audit_publish(dagbag: DagBag) -> None:
     dag = dagbag.dags["tidewater_batch"]
     publish = dag.get_task("sensor_readings.publish")
     assert {"sensor_readings.validate", "sensor_readings.stage"} <= publish.upstream_task_ids
-    assert [o.name for o in publish.outlets] == ["batch.sensor_readings"]
-    assert [o.name for o in dag.get_task("sensor_readings.refresh_serving").outlets] == ["serving.sensor_readings"]
+    # publish moves the serving view too (one step): no separate refresh task
+    assert [o.name for o in publish.outlets] == ["batch.sensor_readings", "serving.sensor_readings"]
+    assert "sensor_readings.refresh_serving" not in dag.task_ids
+    assert dag.get_task("sensor_readings.reconcile").upstream_task_ids == {"sensor_readings.publish"}
     assert dag.catchup is False
     replay = dagbag.dags["tidewater_replay"]
     assert type(replay.timetable).__name__ == "NullTimetable"  # manual only
@@ -97,3 +99,30 @@ def test_schedule_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
     for manual in ("none", "None", ""):
         monkeypatch.setenv("TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE", manual)
         assert schedule_knob("maintenance", "@daily") is None
+
+
+def test_quality_runs_on_the_batch_assets_and_active_dags(dagbag: DagBag) -> None:
+    """Data-aware: tidewater_quality is scheduled by any batch publish (lambda mode, no override); the
+    supervisor, batch and quality DAGs are created active by default (``airflow.active_dags``)."""
+    quality = dagbag.dags["tidewater_quality"]
+    if os.environ.get("TIDEWATER_AIRFLOW_QUALITY_SCHEDULE") is None:
+        assert type(quality.timetable).__name__ == "AssetTriggeredTimetable"
+        condition: Any = quality.timetable.asset_condition  # AssetAny of the batch Assets
+        names = {a.name for a in condition.objects}
+        assert names == {f"batch.{p.stem}" for p in (DAGS.parent / "lakehouse" / "pipelines").glob("*.yml")}
+    if os.environ.get("TIDEWATER_AIRFLOW_ACTIVE_DAGS") is None:
+        paused = {d: dagbag.dags[d].is_paused_upon_creation for d in EXPECTED}
+        assert paused == {"tidewater_speed": False, "tidewater_batch": False, "tidewater_quality": False,
+                          "tidewater_replay": False, "tidewater_maintenance": True}
+
+
+def test_active_dags_knob(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(DAGS.parent))
+    from dags.tidewater_common import paused_at_creation
+
+    monkeypatch.delenv("TIDEWATER_AIRFLOW_ACTIVE_DAGS", raising=False)
+    assert not paused_at_creation("speed") and paused_at_creation("maintenance")
+    monkeypatch.setenv("TIDEWATER_AIRFLOW_ACTIVE_DAGS", "")
+    assert paused_at_creation("speed") and paused_at_creation("batch")

@@ -1,8 +1,10 @@
 """``tidewater batch|serving|replay|reconcile|sql``: the batch layer, serving view, Kappa replay, SQL.
 
 ``tidewater batch <p> [--full] --stage-only`` prints, as its LAST stdout line, one JSON object
-``{"run_id", "staging_table", "windows", "cutoff"}``; ``tidewater batch <p> --publish --run-id ID``
-publishes that staged run. Plain ``tidewater batch <p>`` stages, validates and publishes.
+``{"run_id", "status", "staging_table", "windows", "deleted", "cutoff", "already_published"}``;
+``tidewater batch <p> --publish --run-id ID`` publishes that staged run and prints the same object
+(publishing a published run again is a no-op with ``already_published: true``). Plain
+``tidewater batch <p>`` stages, validates and publishes.
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
     spark = _spark(cfg, f"tidewater-batch-{p.name}")
     if args.stage_only:
         progress(f"staging a {'full' if args.full else 'incremental'} batch run of {p.name} …")
-        print(batch.stage_line(batch.stage(spark, cfg, p, args.full)), flush=True)
+        print(batch.run_line(batch.stage(spark, cfg, p, args.full)), flush=True)
         return 0
     if args.publish:
         progress(f"publishing batch run {args.run_id} of {p.name} …")
-        run = batch.publish(spark, cfg, p, args.run_id)
-    else:
-        progress(f"running the batch layer for {p.name} ({'full' if args.full else 'incremental'}) …")
-        run = batch.run(spark, cfg, p, args.full)
+        print(batch.run_line(batch.publish(spark, cfg, p, args.run_id)), flush=True)
+        return 0
+    progress(f"running the batch layer for {p.name} ({'full' if args.full else 'incremental'}) …")
+    run = batch.run(spark, cfg, p, args.full)
     print(f"batch {p.name}: run {run['run_id']} ({run['mode']}) published {run['windows_written']} windows "
           f"(deleted {run['windows_deleted']}) up to cutoff {run['cutoff']} from bronze v{run['bronze_version']}, "
           f"{run['events_read']} events read, {run['duration_ms'] / 1000:.1f}s")
