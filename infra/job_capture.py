@@ -50,9 +50,9 @@ class _Router:
 
 def install() -> None:
     if not isinstance(sys.stdout, _Router):
-        sys.stdout = _Router(sys.stdout, "out")  # type: ignore[assignment]
+        sys.stdout = _Router(sys.stdout, "out")
     if not isinstance(sys.stderr, _Router):
-        sys.stderr = _Router(sys.stderr, "err")  # type: ignore[assignment]
+        sys.stderr = _Router(sys.stderr, "err")
 
 
 @contextlib.contextmanager

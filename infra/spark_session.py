@@ -90,7 +90,7 @@ def bound_session(session: SparkSession) -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession as PySparkSession
 
     _bound.session = session
-    jvm_session = PySparkSession._get_j_spark_session_class(session._jvm)  # type: ignore[arg-type]
+    jvm_session = PySparkSession._get_j_spark_session_class(session._jvm)
     jvm_session.setActiveSession(session._jsparkSession)
     try:
         yield session

@@ -18,8 +18,12 @@ import os
 import sys
 import urllib.error
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import ServiceError, TidewaterError
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
 
 # Commands that start Spark; 'speed' jobs and 'replay' (which starts and stops them) keep their own processes.
 FORWARDED = frozenset({"batch", "serving", "reconcile", "sql", "check", "maintenance"})
@@ -83,10 +87,10 @@ def forward(argv: list[str], args: argparse.Namespace) -> int | None:
     raise _broken(cfg, argv, EOFError("no exit status"))
 
 
-def _broken(cfg: object, argv: list[str], exc: BaseException) -> ServiceError:
+def _broken(cfg: TidewaterConfig, argv: list[str], exc: BaseException) -> ServiceError:
     from infra.services import job_service
 
-    log = job_service._process(cfg).log_file  # type: ignore[arg-type]
+    log = job_service.log_file(cfg)
     return ServiceError(f"job service: the connection broke while it ran 'tidewater {' '.join(argv)}' "
                         f"({exc.__class__.__name__}); the command may have run in part and was not re-run "
                         f"here; see 'tidewater status' and {log}")

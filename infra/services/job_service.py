@@ -38,6 +38,10 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
     return ManagedProcess("job_service", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
+def log_file(cfg: TidewaterConfig) -> Path:
+    return _process(cfg).log_file
+
+
 def base_url(cfg: TidewaterConfig) -> str:
     return f"http://{cfg.job_service.host}:{cfg.job_service.port}"
 
