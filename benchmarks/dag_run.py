@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
 
     result: dict[str, Any] = {"benchmark": "dag_run", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "events_per_increment": args.events}
-    os.environ["TIDEWATER_AIRFLOW_BATCH_SCHEDULE"] = "none"
+    for dag in ("BATCH", "SPEED", "QUALITY", "MAINTENANCE"):  # only the runs measured here: no speed jobs
+        os.environ[f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE"] = "none"
     with isolated_stack() as cfg:
         spark = get_spark(cfg, "tidewater-bench-dag")
         append_increment(spark, cfg, args.events, 0)
