@@ -122,3 +122,20 @@ def test_wrong_token_is_refused(service: TidewaterConfig) -> None:
     assert exc.value.code == 409
     assert oct(job_service.token_file(service).stat().st_mode & 0o777) == "0o600"
     assert health(service)["served"] == served, "nothing ran"
+
+
+def test_service_killed_mid_command_fails_closed(service: TidewaterConfig) -> None:
+    """Last in the module: it kills the service. The client reports one line and exit 2; it does not
+    re-run the command locally (it may have run in part)."""
+    client = subprocess.Popen([sys.executable, "-m", "tidewater.cli", "sql", SLOW_QUERY], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while health(service)["running"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(health(service)["pid"])
+    assert pid > 1
+    os.killpg(pid, signal.SIGKILL)  # the service's own session: Python and its Spark JVM
+    out, err = client.communicate(timeout=120)
+    assert client.returncode == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tidewater: job service: the connection broke"), err
