@@ -104,10 +104,9 @@ class JobService:
             return self.dispatch(argv)
 
     def wait_idle(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.running and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return not self.running
+        from infra.services.process import wait_until
+
+        return wait_until(lambda: not self.running, timeout, 0.2)
 
 
 class _Server(ThreadingHTTPServer):

@@ -129,6 +129,7 @@ def stop(cfg: TidewaterConfig) -> bool:
 def status(cfg: TidewaterConfig) -> dict[str, object]:
     proc = _process(cfg)
     report = health(cfg)
-    return {"service": "job_service", "pid": proc.pid(), "address": base_url(cfg), "healthy": bool(report),
-            "commands": f"{report.get('running', 0)} running, {report.get('served', 0)} served",
-            "auth": f"token in {token_file(cfg)}", "log": str(proc.log_file)}
+    row: dict[str, object] = {"service": "jobs", "pid": proc.pid(), "address": base_url(cfg), "healthy": bool(report)}
+    if report:
+        row["commands"] = f"{report['running']} running, {report['served']} served"
+    return {**row, "auth": f"token in {token_file(cfg)}", "log": str(proc.log_file)}
