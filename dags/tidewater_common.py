@@ -1,7 +1,9 @@
 """Shared helpers of the Tidewater DAGs: run the ``tidewater`` CLI in a subprocess, decide on speed jobs.
 
-Every Spark job runs in its own process (the ``tidewater`` CLI), never inside the Airflow worker.
-Nothing here imports Spark; module import costs only a glob of the pipeline definitions.
+Every Spark job runs through the ``tidewater`` CLI in a subprocess, never inside the Airflow worker;
+the CLI hands Spark-bound commands to the warm job service when it runs (no JVM start per task),
+with the same output and exit codes. Nothing here imports Spark; module import costs only a glob of
+the pipeline definitions.
 """
 
 from __future__ import annotations

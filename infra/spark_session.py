@@ -4,11 +4,18 @@ It wires in Delta Lake (extension + catalog), the Maven-fetched jars through ``s
 Ivy at run time), the shared Hive metastore on the Derby network server, and the warehouse under
 the data folder, so ``bronze.sensor_readings`` means the same table in every process.
 ``spark.master`` (``TIDEWATER_SPARK_MASTER``) sends every job to a standalone/k8s master instead.
+
+In the job service (infra/job_server.py) each command's thread is bound to its own
+``spark.newSession()`` (``bound_session``): ``get_spark`` then returns that session, so a command
+runs the same code in the service as in a process of its own, on the service's warm driver.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,17 +81,43 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     }
 
 
+_bound = threading.local()
+
+
+@contextlib.contextmanager
+def bound_session(session: SparkSession) -> Iterator[SparkSession]:
+    """``get_spark`` in this thread returns ``session`` (also the JVM thread's active session)."""
+    from pyspark.sql import SparkSession as PySparkSession
+
+    _bound.session = session
+    jvm_session = PySparkSession._get_j_spark_session_class(session._jvm)
+    jvm_session.setActiveSession(session._jsparkSession)
+    try:
+        yield session
+    finally:
+        _bound.session = None
+        jvm_session.clearActiveSession()
+
+
 def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str, str] | None = None) -> SparkSession:
-    """Build (or reuse) the session; java must be found and the metastore running (``tidewater up``)."""
+    """Build (or reuse) the session; java must be found and the metastore running (``tidewater up``).
+    In a thread under ``bound_session``: that session, with ``extra`` set on its own SQL conf."""
     from infra.jvm import require_java
     from infra.services import metastore
 
-    require_java()  # before the launcher: without it PySpark fails with a traceback
+    bound = getattr(_bound, "session", None)
+    if bound is None:
+        require_java()  # before the launcher: without it PySpark fails with a traceback
     if not metastore.healthy(cfg):
         raise ServiceError(
             f"spark: the metastore is not reachable at {cfg.metastore.host}:{cfg.metastore.port}; "
             "run 'tidewater up' first"
         )
+    if bound is not None:
+        for key, value in (extra or {}).items():
+            bound.conf.set(key, value)
+        bound.sparkContext.setJobDescription(app_name)
+        return bound
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())

@@ -30,6 +30,8 @@ ENV_OVERRIDES = {
     "TIDEWATER_AIRFLOW_ACTIVE_DAGS": "airflow.active_dags",
     "TIDEWATER_BI_ENABLED": "bi.enabled",
     "TIDEWATER_BI_PORT": "bi.port",
+    "TIDEWATER_JOB_SERVICE_ENABLED": "job_service.enabled",
+    "TIDEWATER_JOB_SERVICE_PORT": "job_service.port",
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
@@ -88,6 +90,15 @@ class BiConfig:
 
 
 @dataclass(frozen=True)
+class JobServiceConfig:
+    """The Tidewater job service (infra/services/job_service.py): one warm Spark driver that runs
+    Spark-bound CLI commands; loopback only, token-authenticated."""
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 10010
+
+
+@dataclass(frozen=True)
 class ReplayConfig:
     max_lag_records: int = 0
 
@@ -103,6 +114,7 @@ class TidewaterConfig:
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     bi: BiConfig = field(default_factory=BiConfig)
+    job_service: JobServiceConfig = field(default_factory=JobServiceConfig)
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
     jvm_options: str = ""       # extra flags for every JVM Tidewater starts (Spark, Kafka, metastore)
     source: str = "<defaults>"
@@ -192,14 +204,16 @@ def _validate(cfg: TidewaterConfig) -> None:
         ("thrift.port", cfg.thrift.port),
         ("airflow.port", cfg.airflow.port),
         ("bi.port", cfg.bi.port),
+        ("job_service.port", cfg.job_service.port),
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
     unknown = sorted(set(cfg.airflow.active) - set(DAGS))
     if unknown:
         raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
-    if cfg.bi.host not in ("127.0.0.1", "localhost", "::1"):
-        raise ConfigError("bi.host", cfg.bi.host, "a loopback address (127.0.0.1): Superset is local only")
+    for key, host in (("bi.host", cfg.bi.host), ("job_service.host", cfg.job_service.host)):
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if cfg.spark.trigger_seconds < 0:

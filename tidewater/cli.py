@@ -35,6 +35,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tidewater", description="Tidewater: exact streaming numbers on Kafka, Spark and Delta.")
     parser.add_argument("--config", help="path of tidewater.yml (default: ./tidewater.yml or $TIDEWATER_CONFIG)")
+    parser.add_argument("--local", action="store_true",
+                        help="run a Spark command in this process, not in the job service (or TIDEWATER_LOCAL=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:  # every group, or an ImportError: a command never vanishes silently
@@ -43,8 +45,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """The ``tidewater`` command: a Spark-bound command goes to the job service when one runs for this
+    configuration (tidewater/job_client.py), anything else (or ``--local``) runs here."""
+    from tidewater import job_client
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if job_client.wants_service(args):
+        try:
+            forwarded = job_client.forward(argv, args)
+        except TidewaterError as exc:
+            print(f"tidewater: {exc}", file=sys.stderr)
+            return exc.EXIT_CODE
+        if forwarded is not None:
+            return forwarded
+    return _handle(args)
+
+
+def run(argv: list[str]) -> int:
+    """Parse and run ``argv`` in this process: the job service's dispatch (never forwards)."""
+    return _handle(build_parser().parse_args(argv))
+
+
+def _handle(args: argparse.Namespace) -> int:
     try:
         result = args.handler(args)
     except TidewaterError as exc:  # one line; exit 2 or the class's own code (NothingToDo 3, TopicMissing 4)

@@ -3,7 +3,7 @@
 ``isolated_env`` exports ``TIDEWATER_*`` variables (data folder, every service port) so that every
 subprocess (CLI, detached jobs, Airflow) sees the same stack, and restores them on exit;
 ``running_stack`` starts the real Derby metastore and Kafka broker and, even when a start fails,
-stops them and anything the run started (speed and replay jobs, the Thrift server).
+stops them and anything the run started (speed and replay jobs, the Thrift server, the job service).
 The test fixtures (tests/conftest.py) and the benchmark harness (benchmarks/stack.py) both use it.
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWATER_METASTORE_PORT",
-             "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT")
+             "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT", "TIDEWATER_JOB_SERVICE_PORT")
 
 
 @contextmanager
@@ -50,9 +50,10 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
 
 @contextmanager
 def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
-    """Real metastore + Kafka broker; stops them (and any speed job or Thrift server) even when a start fails."""
+    """Real metastore + Kafka broker; stops them (and any speed job, Thrift server or job service) even
+    when a start fails. The job service is not started here: a module that needs it starts it."""
     from infra.jars import fetch_jars
-    from infra.services import kafka_broker, metastore, thrift_server
+    from infra.services import job_service, kafka_broker, metastore, thrift_server
     from spark_jobs.speed_control import stop_all_speed
 
     fetch_jars()
@@ -62,6 +63,7 @@ def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
         yield cfg
     finally:
         stop_all_speed(cfg)
+        job_service.stop(cfg)
         thrift_server.stop(cfg)
         kafka_broker.stop(cfg)
         metastore.stop(cfg)

@@ -58,18 +58,21 @@ def spark(stack: TidewaterConfig) -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="package")
 def airflow_up(stack: TidewaterConfig) -> Iterator[TidewaterConfig]:
-    """Airflow started by the service module, as ``tidewater up`` does; always stopped at the end."""
-    from infra.services import airflow
+    """The job service and Airflow started by their service modules, as ``tidewater up`` does (DAG tasks
+    run their commands in the warm job service); always stopped at the end."""
+    from infra.services import airflow, job_service
 
     for knob in SCHEDULE_KNOBS:
         os.environ[knob] = "none"
     started = time.monotonic()
     try:
+        job_service.start(stack)
         airflow.start(stack)
         print(f"\nAirflow healthy in {time.monotonic() - started:.1f}s: {airflow.status(stack)['components']}")
         yield stack
     finally:
         airflow.stop(stack)
+        job_service.stop(stack)
         for knob in SCHEDULE_KNOBS:
             os.environ.pop(knob, None)
     assert not any(airflow._process(stack, c).running() for c in airflow.COMPONENTS)

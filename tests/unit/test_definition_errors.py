@@ -75,11 +75,11 @@ def test_unknown_service_names_list_the_valid_ones() -> None:
     from tidewater.commands.stack import select_services
 
     with pytest.raises(TidewaterError, match="unknown service 'thrift'; valid names: metastore, kafka_broker, "
-                                             "thrift_server, airflow"):
+                                             "thrift_server, job_service, airflow"):
         select_services(["kafka_broker", "thrift"])
     assert [s.__name__ for s in select_services(["thrift_server"])] == ["infra.services.thrift_server"]
     assert [s.__name__.split(".")[-1] for s in select_services(None)] == [
-        "metastore", "kafka_broker", "thrift_server", "airflow", "superset"]  # superset starts only when bi.enabled
+        "metastore", "kafka_broker", "thrift_server", "job_service", "airflow", "superset"]  # superset starts only when bi.enabled
 
 
 def _cli(tmp_path: Path, *args: str, config: str = "{}\n", path_env: str | None = None) -> list[str]:

@@ -1,0 +1,141 @@
+"""The job service on a real stack (metastore, Kafka, one warm Spark driver): ``tidewater`` commands
+go through it with the same output and exit codes as a local run; a client killed with SIGKILL
+neither kills nor wedges it; a wrong token is refused; another configuration runs locally."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.conftest import REPO
+
+if TYPE_CHECKING:
+    from lakehouse.config import TidewaterConfig
+
+pytestmark = pytest.mark.timeout(900)
+SLOW_QUERY = "SELECT count(*) AS n FROM range(0, 80, 1, 2) WHERE reflect('java.lang.Thread', 'sleep', bigint(100)) IS NULL"
+
+
+@pytest.fixture(scope="module")
+def service(stack: TidewaterConfig) -> Iterator[TidewaterConfig]:
+    from infra.services import job_service
+
+    job_service.start(stack)
+    try:
+        yield stack
+    finally:
+        job_service.stop(stack)
+
+
+def tw(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tidewater.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=REPO, env={**os.environ, **(env or {})})
+
+
+def health(cfg: TidewaterConfig) -> dict:
+    from infra.services import job_service
+
+    report = job_service.health(cfg)
+    assert report, "the job service answers /health"
+    return report
+
+
+def test_sql_runs_in_the_service(service: TidewaterConfig) -> None:
+    before = health(service)
+    out = tw("sql", "SELECT 1 + 1 AS two")
+    assert out.returncode == 0, out.stderr
+    assert [line.strip() for line in out.stdout.splitlines()] == ["two", "-----", "2", "(1 row)"], out.stdout
+    bad = tw("sql", "SELEC nonsense")  # the CLI's own one-line error and exit code
+    assert bad.returncode == 2 and bad.stdout == "", bad
+    assert len(bad.stderr.strip().splitlines()) == 1 and bad.stderr.startswith("tidewater: sql: "), bad.stderr
+    after = health(service)
+    assert (after["pid"], after["served"]) == (before["pid"], before["served"] + 2), "both ran in the service"
+
+
+def test_empty_bronze_stage_exits_nothing_to_do(service: TidewaterConfig) -> None:
+    from lakehouse.errors import NothingToDo
+
+    served = health(service)["served"]
+    out = tw("batch", "sensor_readings", "--stage-only")
+    assert out.returncode == NothingToDo.EXIT_CODE, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("tidewater: batch: bronze.sensor_readings is empty")
+    assert out.stdout.startswith("… staging a incremental batch run of sensor_readings")  # progress streamed back
+    assert health(service)["served"] == served + 1
+
+
+def test_another_configuration_runs_locally(service: TidewaterConfig) -> None:
+    served = health(service)["served"]
+    out = tw("batch", "sensor_readings", "--stage-only", env={"TIDEWATER_MODE": "kappa"})
+    assert out.returncode == 2 and "kappa" in out.stderr, out.stderr  # refused before any Spark start
+    assert health(service)["served"] == served, "another configuration's command did not go to the service"
+
+
+def test_client_killed_mid_command_leaves_the_service_working(service: TidewaterConfig) -> None:
+    from infra.services import job_service
+
+    before = health(service)
+    client = subprocess.Popen([sys.executable, "-m", "tidewater.cli", "sql", SLOW_QUERY], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while health(service)["running"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert health(service)["running"] == 1, "the command started in the service"
+    os.kill(client.pid, signal.SIGKILL)
+    client.wait()
+    deadline = time.monotonic() + 120
+    while health(service)["running"] and time.monotonic() < deadline:  # it runs to completion
+        time.sleep(0.5)
+    log = job_service._process(service).log_file.read_text()
+    assert f"tidewater sql {SLOW_QUERY} -> exit 0" in log, log[-2000:]
+    out = tw("sql", "SELECT 'still here' AS s")
+    assert out.returncode == 0 and "still here" in out.stdout, out.stderr
+    after = health(service)
+    assert after["pid"] == before["pid"] == job_service._process(service).pid()
+    assert after["served"] == before["served"] + 2
+
+
+def test_wrong_token_is_refused(service: TidewaterConfig) -> None:
+    from infra.services import job_service
+
+    served = health(service)["served"]
+    body = json.dumps({"argv": ["sql", "SELECT 1"], "fingerprint": job_service.fingerprint(service)}).encode()
+    for token in ("wrong", ""):
+        for path, data in (("/run", body), ("/health", None)):
+            req = urllib.request.Request(f"{job_service.base_url(service)}{path}", data=data,
+                                         headers={job_service.TOKEN_HEADER: token})
+            with pytest.raises(urllib.error.HTTPError) as exc:
+                urllib.request.urlopen(req, timeout=10)
+            assert exc.value.code == 401
+    stale = dict(json.loads(body), fingerprint="0" * 16)  # the right token, another config or code: 409
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        job_service.request(service, "/run", stale)
+    assert exc.value.code == 409
+    assert oct(job_service.token_file(service).stat().st_mode & 0o777) == "0o600"
+    assert health(service)["served"] == served, "nothing ran"
+
+
+def test_service_killed_mid_command_fails_closed(service: TidewaterConfig) -> None:
+    """Last in the module: it kills the service. The client reports one line and exit 2; it does not
+    re-run the command locally (it may have run in part)."""
+    client = subprocess.Popen([sys.executable, "-m", "tidewater.cli", "sql", SLOW_QUERY], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while health(service)["running"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(health(service)["pid"])
+    assert pid > 1
+    os.killpg(pid, signal.SIGKILL)  # the service's own session: Python and its Spark JVM
+    out, err = client.communicate(timeout=120)
+    assert client.returncode == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tidewater: job service: the connection broke"), err

@@ -1,0 +1,38 @@
+"""``python -m tidewater.job_host``: the job service process (started by ``tidewater up``, see
+infra/services/job_service.py). The application wires the CLI's own dispatch (``tidewater.cli.run``)
+into the server (infra/job_server.py), so every command runs the same code as in a process of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# imported once at start, not by the first command that needs them (GX alone takes seconds)
+WARM_MODULES = ("spark_jobs.batch", "spark_jobs.serving", "spark_jobs.reconcile_job", "spark_jobs.maintenance",
+                "expectations.runner", "great_expectations")
+
+
+def main() -> int:
+    from infra.job_server import serve
+    from infra.services import job_service
+    from infra.spark_session import get_spark
+    from lakehouse import naming
+    from lakehouse.config import load_config
+    from tidewater.cli import run
+
+    cfg = load_config()
+    fingerprint = job_service.fingerprint(cfg)  # of the code as it is now, before anything is imported
+    token = job_service.token(cfg, create=True)
+    assert token is not None
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+    spark = get_spark(cfg, "tidewater-job-service")
+    warm = str(naming.run_dir(cfg) / "job_service_warmup")  # load Delta's classes before the first command
+    spark.range(1).write.format("delta").mode("overwrite").save(warm)
+    spark.read.format("delta").load(warm).collect()
+    return serve(cfg, spark, run, token, fingerprint)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
