@@ -10,7 +10,7 @@ The rules, each owned here:
 
 * :func:`pin_process_to_utc` makes the Python process's local zone UTC before the first Spark
   session exists (``infra.spark_session.get_spark`` calls it); the driver JVM gets
-  ``-Duser.timezone=UTC``. Children keep the host's ``TZ`` in their environment and pin themselves.
+  ``-Duser.timezone=UTC``. ``TZ=UTC`` stays in the environment (``mktime`` re-reads it); children inherit it.
 * :func:`sql_timestamp` writes an instant as a literal with an explicit ``+00:00`` offset, so the
   literal means the same instant whatever the session zone.
 * :func:`utc_now` is an aware UTC ``datetime`` (PySpark converts aware values correctly).
@@ -26,17 +26,20 @@ JVM_FLAG = "-Duser.timezone=UTC"
 
 
 def pin_process_to_utc() -> None:
-    """Make this process's local zone UTC (idempotent). The ``TZ`` environment variable is restored
-    afterwards, so subprocesses still see the host's zone (and pin themselves if they are ours)."""
-    if time.timezone == 0 and time.altzone == 0 and time.tzname[0] in ("UTC", "GMT"):
+    """Make this process's local zone UTC (idempotent), and keep ``TZ=UTC`` in its environment.
+
+    The variable must stay: glibc's ``mktime`` (``time.mktime``, PySpark's conversion of a naive
+    ``datetime`` in ``createDataFrame``) re-reads ``TZ`` on every call. Restoring the host's zone in the
+    environment after ``tzset`` (as this function once did) flipped the process back to the host zone at
+    the first ``createDataFrame`` with a naive timestamp: a batch cutoff collected in UTC was then stored
+    and read as host-local time (13 h 45 min early under Pacific/Chatham; the randomized test caught it).
+    Children inherit ``TZ=UTC``; the host's zone is kept in ``TIDEWATER_HOST_TZ`` for reports."""
+    if os.environ.get("TZ") == "UTC" and time.timezone == 0 and time.altzone == 0:
         return
-    saved = os.environ.get("TZ")
+    if "TIDEWATER_HOST_TZ" not in os.environ:
+        os.environ["TIDEWATER_HOST_TZ"] = os.environ.get("TZ", "")
     os.environ["TZ"] = "UTC"
     time.tzset()
-    if saved is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = saved
 
 
 def as_utc(value: datetime) -> datetime:

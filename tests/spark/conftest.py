@@ -20,15 +20,21 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="package")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from lakehouse import utc
 
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    leftover = SparkContext._active_spark_context  # getOrCreate would hand back an earlier module's Hive session
+    if leftover is not None:
+        leftover.stop()
     session = (SparkSession.builder.master("local[1]").appName("tidewater-pure-transforms")
+               .config("spark.sql.catalogImplementation", "in-memory")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .config("spark.driver.extraJavaOptions", " ".join([utc.JVM_FLAG, *_jvm_options()]))
                .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "1")

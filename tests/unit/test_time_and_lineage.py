@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from lakehouse.utc import pin_process_to_utc, sql_timestamp
+from lakehouse.utc import sql_timestamp
 from spark_jobs.batch import batch_cutoff
 from spark_jobs.io import lineage
 from spark_jobs.io.progress_recorder import progress_row, recovered_row
@@ -28,14 +27,17 @@ def test_sql_timestamp_names_the_instant_with_an_explicit_offset() -> None:
     assert sql_timestamp(instant) == "TIMESTAMP '2026-03-01 12:00:00.000000+00:00'"
 
 
-def test_pinning_makes_naive_datetimes_utc_and_keeps_the_childrens_zone() -> None:
+def test_pinning_makes_naive_datetimes_utc_and_survives_mktime() -> None:
+    """After pinning, a naive datetime is UTC, also after ``time.mktime`` (which re-reads ``TZ``: PySpark's
+    ``createDataFrame`` calls it for naive timestamps; restoring the host's ``TZ`` once flipped the zone)."""
     code = ("import os, time; from datetime import datetime; from lakehouse.utc import pin_process_to_utc, sql_timestamp;"
-            "pin_process_to_utc(); print(sql_timestamp(datetime(2026, 3, 1, 12, 0)), os.environ['TZ'], time.timezone)")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TZ": "Asia/Kolkata"}, cwd=REPO,
+            "pin_process_to_utc(); time.mktime(datetime(2026, 3, 1).timetuple());"
+            "print(sql_timestamp(datetime(2026, 3, 1, 12, 0)), os.environ['TZ'], time.timezone, "
+            "os.environ['TIDEWATER_HOST_TZ'])")
+    env = {k: v for k, v in os.environ.items() if k != "TIDEWATER_HOST_TZ"}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "TZ": "Asia/Kolkata"}, cwd=REPO,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["TIMESTAMP", "'2026-03-01", "12:00:00.000000+00:00'", "Asia/Kolkata", "0"]
-    pin_process_to_utc()  # idempotent in this process too
-    assert time.timezone == 0
+    assert out == ["TIMESTAMP", "'2026-03-01", "12:00:00.000000+00:00'", "UTC", "0", "Asia/Kolkata"]
 
 
 def test_cutoff_follows_arrival_when_event_time_runs_ahead() -> None:
