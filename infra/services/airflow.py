@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from infra.secret_files import create_once
 from infra.services.process import ManagedProcess, group_alive, port_open, wait_until
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -54,11 +55,9 @@ def _secrets(cfg: TidewaterConfig) -> dict[str, str]:
     if not path.exists():
         from cryptography.fernet import Fernet
 
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32),
-                       "fernet_key": Fernet.generate_key().decode()}, fh)
+        create_once(path, lambda: json.dumps({"jwt_secret": secrets.token_urlsafe(32),
+                                              "secret_key": secrets.token_urlsafe(32),
+                                              "fernet_key": Fernet.generate_key().decode()}))
     return dict(json.loads(path.read_text()))
 
 

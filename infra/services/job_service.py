@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from infra.secret_files import create_once
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -53,11 +53,8 @@ def token_file(cfg: TidewaterConfig) -> Path:
 def token(cfg: TidewaterConfig, create: bool = False) -> str | None:
     """The service's token; generated (0600) when ``create`` and absent; None if there is none."""
     path = token_file(cfg)
-    if create and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(32))
+    if create:
+        create_once(path, lambda: secrets.token_urlsafe(32))
     try:
         return path.read_text().strip() or None
     except OSError:

@@ -12,6 +12,7 @@ import os
 import secrets
 
 from infra.jvm import require_java
+from infra.secret_files import create_once
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -29,11 +30,7 @@ def password(cfg: TidewaterConfig) -> str:
     if os.environ.get("TIDEWATER_METASTORE_PASSWORD"):
         return os.environ["TIDEWATER_METASTORE_PASSWORD"]
     path = naming.secrets_dir(cfg) / "metastore.password"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(24))
+    create_once(path, lambda: secrets.token_urlsafe(24))
     return path.read_text().strip()
 
 
