@@ -102,8 +102,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top"),
                          F.max("kafka_timestamp").alias("arrived")).collect()[0]
     if not stats["n"]:
-        raise NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
-                             f"('tidewater speed start {p.name}') and produce events first")
+        raise bronze_empty(p)
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     last = None if full else batch_runs.last_published(spark, p.name)
     history = snapshot.transform(dedup_history(p))
@@ -190,6 +189,21 @@ def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = Fal
             batch_runs.save(spark, staged)
             raise
         return _publish(spark, cfg, p, staged["run_id"])
+
+
+def bronze_empty(p: Pipeline) -> NothingToDo:
+    return NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
+                       f"('tidewater speed start {p.name}') and produce events first")
+
+
+def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
+    """Spark-free: NothingToDo when bronze has no live data file (or does not exist yet), read from
+    its ``_delta_log``, so an empty pipeline's run ends in milliseconds, before any JVM or the job
+    service is reached. A table with files goes on to ``_stage``, whose row count decides."""
+    from spark_jobs.io.ops_reader import live_files, table_path
+
+    if not live_files(table_path(cfg, naming.table("bronze", p.name))):
+        raise bronze_empty(p)
 
 
 def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:

@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if job_client.wants_service(args):
         try:
+            if getattr(args, "precheck", None) is not None:  # Spark-free checks before the round trip
+                args.precheck(args)
             forwarded = job_client.forward(argv, args)
         except TidewaterError as exc:
             print(f"tidewater: {exc}", file=sys.stderr)

@@ -62,15 +62,21 @@ def test_sql_runs_in_the_service(service: TidewaterConfig) -> None:
     assert (after["pid"], after["served"]) == (before["pid"], before["served"] + 2), "both ran in the service"
 
 
-def test_empty_bronze_stage_exits_nothing_to_do(service: TidewaterConfig) -> None:
+def test_empty_bronze_stage_exits_nothing_to_do_before_the_service(service: TidewaterConfig) -> None:
+    """An empty pipeline's stage is decided from bronze's Delta log in the client (issue 13: skip in
+    <= 5 s): exit 3 with the one-line reason, and the service never sees the command. A local run
+    (no service) gives the same answer."""
     from lakehouse.errors import NothingToDo
 
     served = health(service)["served"]
-    out = tw("batch", "sensor_readings", "--stage-only")
-    assert out.returncode == NothingToDo.EXIT_CODE, out.stdout + out.stderr
-    assert out.stderr.strip().splitlines()[-1].startswith("tidewater: batch: bronze.sensor_readings is empty")
-    assert out.stdout.startswith("… staging a incremental batch run of sensor_readings")  # progress streamed back
-    assert health(service)["served"] == served + 1
+    for args in (("batch", "sensor_readings", "--stage-only"), ("--local", "batch", "sensor_readings")):
+        out = tw(*args)
+        assert out.returncode == NothingToDo.EXIT_CODE, out.stdout + out.stderr
+        assert out.stderr.strip().splitlines() == [
+            "tidewater: batch: bronze.sensor_readings is empty; start the speed layer "
+            "('tidewater speed start sensor_readings') and produce events first"], out.stderr
+        assert out.stdout == "", out.stdout  # decided before any staging started
+    assert health(service)["served"] == served, "the skip did not reach the job service"
 
 
 def test_another_configuration_runs_locally(service: TidewaterConfig) -> None:

@@ -23,7 +23,9 @@ def _spark(cfg: Any, app: str) -> Any:
     return get_spark(cfg, app)
 
 
-def cmd_batch(args: argparse.Namespace) -> int:
+def batch_precheck(args: argparse.Namespace) -> None:
+    """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table
+    (exit 3 at once). The CLI runs them before it forwards the command to the job service."""
     from spark_jobs import batch
 
     cfg = config_from(args)
@@ -33,6 +35,16 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise TidewaterError("batch: --publish needs --run-id RUN_ID (printed by 'tidewater batch <p> --stage-only')")
     if args.publish and args.stage_only:
         raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
+    if not args.publish:
+        batch.require_bronze_rows(cfg, p)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from spark_jobs import batch
+
+    batch_precheck(args)
+    cfg = config_from(args)
+    p = pipeline_from(args, cfg)
     spark = _spark(cfg, f"tidewater-batch-{p.name}")
     if args.stage_only:
         progress(f"staging a {'full' if args.full else 'incremental'} batch run of {p.name} …")
@@ -123,7 +135,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--stage-only", action="store_true", help="compute into staging only; print a JSON line")
     p.add_argument("--publish", action="store_true", help="publish the staged run given by --run-id")
     p.add_argument("--run-id", help="run id printed by --stage-only")
-    p.set_defaults(handler=cmd_batch)
+    p.set_defaults(handler=cmd_batch, precheck=batch_precheck)
     p = sub.add_parser("serving", help="manage the serving view")
     p.add_argument("action", choices=["refresh"])
     add_pipeline_arg(p)
