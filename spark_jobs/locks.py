@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,12 +31,20 @@ def switch_lock_name(pipeline: str) -> str:
     return f"replay-{pipeline}"
 
 
-HELD_HERE: set[str] = set()  # locks this process holds (a second open() of the file would conflict)
+_held = threading.local()  # locks THIS thread holds: the job service runs commands on threads of one process
+
+
+def _held_here() -> set[str]:
+    if not hasattr(_held, "names"):
+        _held.names = set()
+    names: set[str] = _held.names
+    return names
 
 
 def held_elsewhere(cfg: TidewaterConfig, name: str) -> bool:
-    """True while another process holds lock ``name``."""
-    if name in HELD_HERE:
+    """True while another process, or another thread of this one, holds lock ``name`` (a ``flock``
+    belongs to an open file, so another thread's open() conflicts with it just like a process's)."""
+    if name in _held_here():
         return False
     with open(lock_path(cfg, name), "w") as handle:
         try:
@@ -62,9 +71,9 @@ def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[
                                          f"{wait_seconds:.0f}s; wait for it to finish or check 'tidewater status'"
                                          ) from None
                 time.sleep(0.5)
-        HELD_HERE.add(name)
+        _held_here().add(name)
         try:
             yield
         finally:
-            HELD_HERE.discard(name)
+            _held_here().discard(name)
             fcntl.flock(handle, fcntl.LOCK_UN)

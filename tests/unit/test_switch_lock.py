@@ -49,3 +49,34 @@ def test_supervisor_does_nothing_during_a_switch() -> None:
 
     assert speed_decision({"running": False, "switch_in_progress": True}, 5)[0] == "none"
     assert speed_decision({"running": False, "switch_in_progress": False}, 5)[0] == "start"
+
+
+def test_a_lock_held_by_another_thread_is_held_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job service runs commands on threads of one process: a lock one of them holds must count as
+    held for the others (it did not while the held-here set was process-wide), and they must wait for it."""
+    import threading
+
+    from lakehouse.config import load_config
+    from spark_jobs.locks import exclusive, held_elsewhere
+
+    monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
+    cfg = load_config()
+    taken, release, order = threading.Event(), threading.Event(), []
+
+    def holder() -> None:
+        with exclusive(cfg, "batch-x", 5):
+            assert not held_elsewhere(cfg, "batch-x"), "the holder itself is not 'elsewhere'"
+            taken.set()
+            release.wait(10)
+            order.append("holder released")
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert taken.wait(10)
+    assert held_elsewhere(cfg, "batch-x")
+    release.set()
+    with exclusive(cfg, "batch-x", 10):  # waits for the holder thread
+        order.append("second acquired")
+    thread.join(10)
+    assert order == ["holder released", "second acquired"]
+    assert not held_elsewhere(cfg, "batch-x")
