@@ -135,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-dag_run.json"
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(f"dag_run: {path}")
+    try:
+        from benchmarks.dag_chart import draw
+
+        print(f"dag_run: chart {draw(result, path.with_suffix('.png'))}")
+    except ImportError as exc:  # matplotlib is in the `bench` extra
+        print(f"dag_run: no chart ({exc}); install with: .venv/bin/pip install -e '.[bench]'")
     return 0
 
 
