@@ -74,7 +74,7 @@ def without_java(**extra: str) -> dict[str, str]:
 
 
 JVM_COMMANDS = [
-    ("up",), ("sql", "SELECT 1"), ("batch", PRESENT), ("speed", "start", PRESENT), ("speed", "run", PRESENT),
+    ("up",), ("sql", "SELECT 1"), ("batch", PRESENT, "--publish", "--run-id", "r1"), ("speed", "start", PRESENT), ("speed", "run", PRESENT),
     ("replay", PRESENT), ("reconcile", PRESENT), ("check", PRESENT), ("serving", "refresh", PRESENT),
     ("maintenance", "--only", "tables", "--dry-run"), ("beeline",),
 ]
@@ -97,6 +97,9 @@ def test_every_jvm_command_without_java_says_so_in_one_line(stack: Any) -> None:
         assert "java was not found on PATH and JAVA_HOME is unset" in line, (args, line)
         assert "install a JDK 17" in line and "set JAVA_HOME" in line, (args, line)
     assert not list((cfg.data_dir / "run").glob("speed-*.pid"))
+    # staging an empty pipeline needs no JVM at all: bronze's Delta log decides (exit 3, its own line)
+    empty = tidewater("batch", PRESENT, "--stage-only", env=env)
+    assert empty.returncode == 3 and "is empty" in one_line(empty), empty.stdout + empty.stderr
 
     bad_home = tidewater("sql", "SELECT 1", env={**os.environ, "JAVA_HOME": str(cfg.data_dir / "no-jdk")})
     assert bad_home.returncode == 2, bad_home.stdout + bad_home.stderr
