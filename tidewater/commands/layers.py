@@ -23,9 +23,10 @@ def _spark(cfg: Any, app: str) -> Any:
     return get_spark(cfg, app)
 
 
-def batch_precheck(args: argparse.Namespace) -> None:
+def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
     """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table
-    (exit 3 at once). The CLI runs them before it forwards the command to the job service."""
+    (exit 3 at once). The CLI runs them before it forwards the command to the job service; returns the
+    config and the pipeline."""
     from spark_jobs import batch
 
     cfg = config_from(args)
@@ -37,14 +38,13 @@ def batch_precheck(args: argparse.Namespace) -> None:
         raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
     if not args.publish:
         batch.require_bronze_rows(cfg, p)
+    return cfg, p
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from spark_jobs import batch
 
-    batch_precheck(args)
-    cfg = config_from(args)
-    p = pipeline_from(args, cfg)
+    cfg, p = batch_precheck(args)
     spark = _spark(cfg, f"tidewater-batch-{p.name}")
     if args.stage_only:
         progress(f"staging a {'full' if args.full else 'incremental'} batch run of {p.name} …")
