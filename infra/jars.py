@@ -22,6 +22,7 @@ def jars_ready() -> bool:
         and any(spark.glob("spark-token-provider-kafka-0-10_*.jar"))
         and any(naming.jars_dir("kafka").glob("kafka_2.13-*.jar"))
         and any(naming.jars_dir("metastore").glob("derbynet-*.jar"))
+        and any(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))
     )
 
 

@@ -43,14 +43,15 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     from infra.services import metastore
 
     derby_client = sorted(naming.jars_dir("metastore").glob("derbyclient-*.jar"))
-    if not derby_client:
-        raise ServiceError("spark: derbyclient jar missing in .cache/jars/metastore; run 'make setup'")
+    hive_extras = sorted(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))  # infra/maven/hive/pom.xml
+    if not derby_client or not hive_extras:
+        raise ServiceError("spark: derbyclient or hive-llap-common jar missing in .cache/jars; run 'make setup'")
     warehouse = naming.warehouse_dir(cfg)
     return {
         "spark.app.name": app_name,
         "spark.master": cfg.spark.master,
         "spark.jars": ",".join(spark_jars()),
-        "spark.driver.extraClassPath": str(derby_client[0]),
+        "spark.driver.extraClassPath": os.pathsep.join([str(derby_client[0]), str(hive_extras[0])]),
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
                                                    utc.JVM_FLAG, *cfg.jvm_flags]),
         "spark.executor.extraJavaOptions": utc.JVM_FLAG,

@@ -183,6 +183,17 @@ RECONCILIATION = Contract(
 )
 
 
+SERVING_COLUMNS = (("source", "string"), ("finality", "string"), ("as_of", "string"))
+
+
+def published(p: Pipeline) -> Contract:
+    """The batch side of ``serving.<p>``, materialized at each publish: the batch rows with the
+    ``finality`` they got by comparison with the speed layer then, and the Delta versions behind them
+    (``as_of``). Readers never join the two layers at query time."""
+    return Contract(naming.published_table(p.name), (*window_columns(p), *SERVING_COLUMNS), grain=p.grain,
+                    owner=p.owner)
+
+
 def batch_staging(p: Pipeline) -> Contract:
     """One staged (not yet published) batch run: rows to upsert (``op='upsert'``) or delete."""
     base = batch(p)

@@ -42,6 +42,11 @@ def speed_table(pipeline: str, version: int = 1) -> str:
     return f"speed.{pipeline}" if version == 1 else f"speed.{pipeline}__v{version}"
 
 
+def published_table(pipeline: str) -> str:
+    """The published batch rows as ``serving.<p>`` shows them (finality and ``as_of`` decided at publish)."""
+    return f"serving.{pipeline}__published"
+
+
 def ops_table(name: str) -> str:
     if name not in OPS_TABLES:
         raise ValueError(f"unknown ops table {name!r}; expected one of {OPS_TABLES}")

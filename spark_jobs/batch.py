@@ -150,7 +150,7 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
     """MERGE, ledger, run status, serving view."""
     from spark_jobs.reconcile_job import record_ledger
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.serving import publish_batch_rows, refresh_view
 
     done = batch_runs.already_published(spark, p.name, run_id)
     if done is not None:  # a retried or cleared publish task: the run is live, nothing to redo
@@ -158,6 +158,7 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     merge_staged(spark, p, run)
+    publish_batch_rows(spark, cfg, p, run)
     record_ledger(spark, cfg, p, run_id)
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))

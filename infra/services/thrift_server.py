@@ -52,7 +52,7 @@ def jdbc_url(cfg: TidewaterConfig) -> str:
 
 
 def driver_class_path(conf: dict[str, str]) -> str:
-    """The session's driver class path (the Derby client) plus every jar of ``spark.jars``."""
+    """The session's driver class path (the Derby client, hive-llap-common) plus every jar of ``spark.jars``."""
     entries = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e]
     entries += [j for j in conf.get("spark.jars", "").split(",") if j and j not in entries]
     return os.pathsep.join(entries)

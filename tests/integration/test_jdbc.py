@@ -106,9 +106,14 @@ def test_delta_jars_on_the_servers_own_class_path(cfg: TidewaterConfig, thrift: 
     assert thrift_server.properties_file(cfg).stat().st_mode & 0o777 == 0o600
     launched = cmdline[cmdline.index(b"-cp") + 1].decode()
     [(class_path,)] = _once(cfg, "SELECT reflect('java.lang.System', 'getProperty', 'java.class.path')")
-    for jar in ("delta-spark_", "delta-storage-", "spark-sql-kafka-", "derbyclient-"):
+    for jar in ("delta-spark_", "delta-storage-", "spark-sql-kafka-", "derbyclient-", "hive-llap-common-"):
         assert re.search(rf"/{jar}[^/:]*\.jar(:|$)", class_path), (jar, class_path)
         assert jar in launched
+    # Hive's FunctionRegistry links against hive-llap-common, which pyspark does not ship: without it,
+    # initialising the registry fails with NoClassDefFoundError LlapSigner$Signable (seen in the
+    # robustness test below, on a plain SELECT of a fresh connection)
+    registry = "org.apache.hadoop.hive.ql.exec.FunctionRegistry"
+    assert _once(cfg, f"SELECT reflect('java.lang.Class', 'forName', '{registry}')") == [(f"class {registry}",)]
 
 
 def test_readme_beeline_commands_from_a_plain_shell(cfg: TidewaterConfig, thrift: TidewaterConfig, tw_env: dict[str, str]) -> None:

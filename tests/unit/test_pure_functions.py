@@ -12,7 +12,7 @@ from expectations.suites import expectation_specs
 from lakehouse.config import load_config
 from lakehouse.contracts import MIN_EVENT_MS, result_columns
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.serving import view_sql
+from spark_jobs.serving import published_select, view_sql
 from spark_jobs.speed_control import parse_offsets, topic_offsets
 
 pytestmark = pytest.mark.unit
@@ -21,21 +21,28 @@ CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def test_view_sql_lambda_cuts_batch_and_speed_on_complementary_predicates() -> None:
     p = load_pipeline("sensor_readings")
-    sql = view_sql(p, "lambda", "speed.sensor_readings__v2", CUTOFF, batch_version=7)
+    sql = view_sql(p, "lambda", "speed.sensor_readings__v2", CUTOFF)
+    assert "FROM serving.sensor_readings__published b WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert "FROM speed.sensor_readings__v2 s WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert " UNION ALL " in sql and " JOIN " not in sql  # finality was decided at publish: no join per query
+    first_select = sql.split(" FROM ", 1)[0]
+    assert first_select == "SELECT " + ", ".join(f"b.`{c}`" for c in [*result_columns(p), "source", "finality", "as_of"])
+
+
+def test_published_rows_get_finality_against_the_speed_layer_and_their_versions() -> None:
+    p = load_pipeline("sensor_readings")
+    sql = published_select(p, "speed.sensor_readings__v2", "batch.sensor_readings", 7)
     assert "FROM batch.sensor_readings b LEFT JOIN speed.sensor_readings__v2 s" in sql
-    assert "WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
-    assert "WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
-    assert "'batch.sensor_readings v7 (run '" in sql and " UNION ALL " in sql
+    assert "'batch.sensor_readings v7 (run '" in sql
     assert "abs(b.`avg_temperature` - s.`avg_temperature`) > 1e-09" in sql  # doubles: relative tolerance
     assert "NOT (b.`event_count` <=> s.`event_count`)" in sql  # integers: exact
-    first_select = sql.split(" FROM ", 1)[0]
-    assert first_select.startswith("SELECT " + ", ".join(f"b.`{c}`" for c in result_columns(p)))
+    assert "s.`sensor_id` IS NULL" in sql  # never published by the speed layer: corrected
 
 
 def test_view_sql_before_any_batch_run_and_in_kappa_mode() -> None:
     p = load_pipeline("sensor_readings")
     lam = view_sql(p, "lambda", "speed.sensor_readings", None)
-    assert "TIMESTAMP '1970-01-01 00:00:00" in lam and "batch.sensor_readings v-1" in lam
+    assert "WHERE b.window_end <= TIMESTAMP '1970-01-01 00:00:00" in lam
     kappa = view_sql(p, "kappa", "speed.sensor_readings", CUTOFF)
     assert "batch." not in kappa and "UNION" not in kappa
     assert "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality" in kappa
