@@ -2,9 +2,9 @@
 
 Technique (counts): for each rate, a paced kafka-python producer sends events of its own sensors
 (``lat<rate>-s-<k>``) in 10 ms chunks and records (cumulative count, send time) per chunk; the
-event's ``timestamp`` is its send time. A poller reads the speed table's live Delta files (the
-log, then the Parquet files, with DuckDB) every ``POLL_S`` and records (time, visible
-sum(event_count)). Event ``i`` is visible at the first poll that counts >= ``i`` events, so its
+event's ``timestamp`` is its send time. A poller reads the live Delta files of the partials table
+behind the ``speed.<p>`` view (the log, then the Parquet files, with DuckDB; their event counts add
+up to the view's) every ``POLL_S`` and records (time, visible sum(event_count)). Event ``i`` is visible at the first poll that counts >= ``i`` events, so its
 latency is that poll's time minus its chunk's send time (upper bound; resolution ``POLL_S``;
 assumes micro-batches expose events in produce order, which holds for Kafka offsets per batch).
 ``serving.<p>`` in lambda mode shows speed rows for windows after the batch cutoff, so fresh events
@@ -36,7 +36,7 @@ def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
 
     from spark_jobs.io.ops_reader import live_files, table_path
 
-    files = [str(f) for f in live_files(table_path(cfg, naming.speed_table(PIPELINE)))]
+    files = [str(f) for f in live_files(table_path(cfg, naming.speed_partials_table(PIPELINE)))]
     if not files:
         return 0
     row = duckdb.execute("SELECT sum(event_count) FROM read_parquet(?) WHERE starts_with(sensor_id, ?)",

@@ -58,7 +58,7 @@ class SparkConfig:
     master: str = "local[*]"
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
-    trigger_seconds: int = 5
+    trigger_seconds: int = 1
     max_offsets_per_trigger: int = 200_000
 
 

@@ -32,12 +32,16 @@ class Contract:
     partitioned_by: tuple[str, ...] = ()
     owner: str = "tidewater"
     properties: tuple[tuple[str, str], ...] = ()
+    view: str = ""  # SQL of a view: the contract names a view over ``requires``, not a Delta table
+    requires: tuple[Contract, ...] = ()
 
     def ddl(self) -> str:
-        cols = ", ".join(f"`{c}` {t}" for c, t in self.columns)
-        part = f" PARTITIONED BY ({', '.join(self.partitioned_by)})" if self.partitioned_by else ""
         props = {"tidewater.owner": self.owner, "tidewater.grain": ",".join(self.grain), **dict(self.properties)}
         tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        if self.view:
+            return f"CREATE VIEW IF NOT EXISTS {self.name} TBLPROPERTIES ({tbl}) AS {self.view}"
+        cols = ", ".join(f"`{c}` {t}" for c, t in self.columns)
+        part = f" PARTITIONED BY ({', '.join(self.partitioned_by)})" if self.partitioned_by else ""
         return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols}) USING delta{part} TBLPROPERTIES ({tbl})"
 
     @property
@@ -111,15 +115,36 @@ def partial_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
 
 
 def speed(p: Pipeline, version: int = 1) -> Contract:
-    """Provisional windowed results, upserted each micro-batch; ``is_final`` once the watermark passed.
-    Not partitioned or clustered: the MERGE bounds its target by the micro-batch's first
-    ``window_start`` (``SpeedMerge``), which file statistics can use while recent windows sit in recent files."""
+    """Provisional windowed results; ``is_final`` once the watermark passed. Tumbling and sliding
+    windows: a VIEW folding the append-only ``speed_partials`` (``lakehouse.speed_fold``). Session
+    windows: a Delta table that the stateful query upserts (``SpeedMerge``)."""
+    columns = (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
+               *partial_columns(p))
+    name = naming.speed_table(p.name, version)
+    if p.window.type == "session":
+        return Contract(name, columns, grain=p.grain, owner=p.owner)
+    from lakehouse.speed_fold import fold_sql
+
+    partials = speed_partials(p, version)
+    return Contract(name, columns, grain=p.grain, owner=p.owner, view=fold_sql(p, partials.name), requires=(partials,))
+
+
+def speed_partials(p: Pipeline, version: int = 1) -> Contract:
+    """Append-only per-window partials of each micro-batch (one append per micro-batch, ``lineage`` =
+    the checkpoint's query id), compacted in place by the stream (``compacted`` rows fold the rows
+    before them and keep the ``batch_id`` and ``lineage`` of the latest)."""
     return Contract(
-        naming.speed_table(p.name, version),
-        (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
-         *partial_columns(p)),
-        grain=p.grain, owner=p.owner,
+        naming.speed_partials_table(p.name, version),
+        (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), *partial_columns(p),
+         ("watermark", "timestamp"), ("lineage", "string"), ("compacted", "boolean")),
+        grain=(*p.grain, "batch_id"), owner=p.owner,
     )
+
+
+def storage_table(p: Pipeline, version: int = 1) -> str:
+    """The Delta table that holds a speed version's rows (what a new lineage empties)."""
+    contract = speed(p, version)
+    return contract.requires[0].name if contract.view else contract.name
 
 
 def batch(p: Pipeline) -> Contract:
@@ -154,6 +179,9 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
     import time
 
     for contract in contracts:
+        ensure(spark, *contract.requires)
+        if contract.view:
+            _refuse_table_for_view(spark, contract.name)
         for attempt in range(40):
             try:
                 spark.sql(contract.ddl())
@@ -162,6 +190,14 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
                 if attempt == 39 or not any(code in str(exc) for code in CREATE_RACE_ERRORS):
                     raise
                 time.sleep(0.5)
+
+
+def _refuse_table_for_view(spark: SparkSession, name: str) -> None:
+    from lakehouse.errors import TidewaterError
+
+    if spark.catalog.tableExists(name) and spark.catalog.getTable(name).tableType != "VIEW":
+        raise TidewaterError(f"{name} is a Delta table from an older Tidewater layout, where it must now be a view "
+                             "over its __partials table; rebuild it with 'tidewater replay' or start from an empty data_dir")
 
 
 BATCH_RUNS = Contract(

@@ -42,6 +42,11 @@ def speed_table(pipeline: str, version: int = 1) -> str:
     return f"speed.{pipeline}" if version == 1 else f"speed.{pipeline}__v{version}"
 
 
+def speed_partials_table(pipeline: str, version: int = 1) -> str:
+    """Append-only partials behind a tumbling/sliding pipeline's speed view (``lakehouse.speed_fold``)."""
+    return f"{speed_table(pipeline, version)}__partials"
+
+
 def published_table(pipeline: str) -> str:
     """The published batch rows as ``serving.<p>`` shows them (finality and ``as_of`` decided at publish)."""
     return f"serving.{pipeline}__published"

@@ -43,7 +43,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     if "speed" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
         table = naming.speed_table(p.name, version)
-        new_speed_lineage(spark, table, checkpoint, starting_offsets or cfg.kafka.starting_offsets)
+        new_speed_lineage(spark, contracts.storage_table(p, version), checkpoint, starting_offsets or cfg.kafka.starting_offsets)
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         windows = (valid_events(events).transform(with_watermark_dedup(p))
                    .transform(windowed_aggregate(p, streaming=True)))

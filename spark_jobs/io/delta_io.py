@@ -20,6 +20,12 @@ def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> N
      .option("txnAppId", app_id).option("txnVersion", version).saveAsTable(table))
 
 
+def tagged_append(df: DataFrame, table: str, tag: str) -> None:
+    """A plain append (no ``txnAppId`` lookup, which costs Delta two state reconstructions per write)
+    whose commit carries ``tag`` as ``userMetadata``; the caller makes it idempotent (``io.rerun``)."""
+    df.write.format("delta").mode("append").option("userMetadata", tag).saveAsTable(table)
+
+
 def key_condition(keys: Sequence[str]) -> str:
     """Null-safe match of target ``t`` and source ``s`` rows on ``keys`` (the MERGE condition)."""
     return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)

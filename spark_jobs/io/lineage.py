@@ -93,7 +93,7 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     ingest: after what bronze/quarantine hold. speed: after what the version's replay checkpoint
     committed, when the main job takes over a replayed version; otherwise the table is recomputed
     from the start (emptied first, ``prepare_speed_table``)."""
-    from lakehouse import naming
+    from lakehouse import contracts, naming
     from spark_jobs.io.kafka_admin import offsets
 
     saved = checkpoint.parent / f"{checkpoint.name}.floors.json"
@@ -104,7 +104,7 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
         floors["ingest"] = held_offsets(spark, [naming.table("bronze", p.name), naming.table("quarantine", p.name)], p.topic)
     if "speed" in roles:
         replayed = naming.checkpoint_dir(cfg, p.name, "speed", version)
-        table = naming.speed_table(p.name, version)
+        table = contracts.storage_table(p, version)
         taken_over = last_committed_offsets(replayed, p.topic) if replayed != checkpoint else None
         floors["speed"] = taken_over
         if taken_over is None:

@@ -7,15 +7,16 @@ one job over the cached records answers every count; then two threads write side
 1. ingest (a thread of its own): valid events -> ``bronze.<p>``, unusable records -> ``quarantine.<p>``;
 2. speed (the calling thread, so that fresh windows are visible as early as possible): events behind
    the watermark are counted and left out (bronze keeps them); the first copy of every event id
-   (``partials.first_copies`` against bronze within the dedup horizon, with or without this
-   micro-batch's own append) is aggregated into per-window partials, which ONE MERGE folds into the
-   speed table. The MERGE condition bounds ``window_start`` by the micro-batch's own events, so Delta
-   reads only the files of those windows; windows whose end the watermark has passed get ``is_final``;
-3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events).
+   (``partials.first_copies`` against the valid events within the dedup horizon, kept in memory by
+   ``io.recent_arrivals`` instead of scanned from bronze) is aggregated into per-window partials, APPENDED to the partials table
+   behind the ``speed.<p>`` view (``lakehouse.speed_fold``) with the watermark after the batch: no
+   MERGE, no UPDATE, so the cost follows the micro-batch, not the history;
+3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events);
+   every ``COMPACT_EVERY`` appends, the partials table is compacted (``io.partials_table.compact``).
 
-Every Delta write is idempotent with ``txnAppId`` = sink + the checkpoint's query id and
-``txnVersion`` = micro-batch id (for the MERGE through Delta's session confs), so a micro-batch
-that Spark re-runs after a crash changes nothing twice. The watermark is Spark's own (the query has
+Every Delta write is a plain append tagged with the lineage (the checkpoint's query id) and the
+micro-batch id; the query's first micro-batch, the only one Spark may be re-running after a crash,
+first asks which of its writes committed already and skips those (``io.rerun``), so nothing is written twice. The watermark is Spark's own (the query has
 ``withWatermark`` on valid events' time): read from the offset log entry of the micro-batch, it is the
 same when a micro-batch is re-run. ``floors`` (per role, partition -> first offset) let a new
 lineage skip what a role's table already holds (``spark_jobs.io.lineage``).
@@ -29,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse import contracts, naming
-from lakehouse.pipeline import Pipeline, duration_seconds
-from lakehouse.utc import as_utc, sql_timestamp
+from lakehouse.pipeline import Pipeline
+from lakehouse.utc import as_utc
 from spark_jobs.io.background import Background
+from spark_jobs.io.recent_arrivals import RecentArrivals
 
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
-TXN_APP_CONF, TXN_VERSION_CONF = "spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion"
+COMPACT_EVERY = 30  # appends between compactions of the partials table (each folds the rows since the last)
 
 
 class StreamBatch:
@@ -42,17 +44,14 @@ class StreamBatch:
                  floors: dict[str, dict[str, int] | None]) -> None:
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
         self.roles, self.floors = roles, floors
-        self.table = naming.speed_table(p.name, version)
-        self.apps: dict[str, str] = {}
-        self.finalized_wm: datetime | None = None
-        self.window_seconds = duration_seconds(p.window.slide or p.window.size or "1 second")
+        self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
+        self.done: set[str] | None = None  # None until the first micro-batch asked ``io.rerun``
+        self.appended = 0  # partials appends of this run
+        self.compacted_at = 0  # ``appended`` at this run's last compaction
+        self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
 
-    def app(self, sink: str) -> str:
-        from spark_jobs.io import lineage
-
-        if not self.apps:
-            self.apps["qid"] = lineage.query_id(self.checkpoint)
-        return naming.txn_app_id(self.p.name, sink, self.apps["qid"])
+    def tag(self, batch_id: int) -> str:
+        return f"{self.qid}/{batch_id}"
 
     def __call__(self, df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -71,6 +70,12 @@ class StreamBatch:
         try:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
             self.step("parse")
+            if self.done is None:  # the query's first micro-batch: maybe a re-run (``io.rerun``)
+                from spark_jobs.io.rerun import committed_writes
+
+                self.qid = lineage.query_id(self.checkpoint)
+                self.done = committed_writes(self.spark, self.p, self.version, self.qid, batch_id, stats)
+                self.step(f"re-run check ({', '.join(sorted(self.done)) or 'nothing'} written)")
             rows: dict[str, tuple[int, int, int | None]] = {}
             ingest = None
             if "ingest" in self.roles:
@@ -87,6 +92,9 @@ class StreamBatch:
                     self.steps["bronze+quarantine"] = ingest.join()
             self.record(batch_id, meta, end, wm, rows, started)
             self.step("ops")
+            if "speed" in self.roles:
+                self.compact()
+            self.done = set()  # every later micro-batch of this query is new
             print(f"stream: batch {batch_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in self.steps.items()), flush=True)
         finally:
             df.unpersist()
@@ -101,23 +109,27 @@ class StreamBatch:
         ingest, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "speed"))
         valid = F.col("reason_code").isNull()
         late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
+        at = F.struct("kafka_partition", "kafka_offset")
         return df.agg(F.count_if(ingest).alias("n_ingest"), F.count_if(ingest & ~valid).alias("bad"),
+                      F.first(F.when(ingest & valid, at), ignorenulls=True).alias("valid_at"),
+                      F.first(F.when(ingest & ~valid, at), ignorenulls=True).alias("bad_at"),
                       F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late_if).alias("late"),
                       F.min(F.when(speed & valid & ~late_if, F.col("event_time"))).alias("lo"),
                       F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
-        """Valid events -> bronze, unusable records -> quarantine (run beside the speed MERGE)."""
+        """Valid events -> bronze, unusable records -> quarantine (run beside the speed role)."""
         from pyspark.sql import functions as F
 
-        from spark_jobs.io.delta_io import idempotent_append
+        from spark_jobs.io.delta_io import tagged_append
         from spark_jobs.transforms.parse import quarantined, valid_events
 
-        idempotent_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
-                          naming.table("bronze", self.p.name), self.app("bronze"), batch_id)
-        if bad:  # an empty append would still cost a commit
-            idempotent_append(quarantined(records), naming.table("quarantine", self.p.name),
-                              self.app("quarantine"), batch_id)
+        done = self.done or set()
+        if "bronze" not in done:
+            tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
+                          naming.table("bronze", self.p.name), self.tag(batch_id))
+        if bad and "quarantine" not in done:  # an empty append would still cost a commit
+            tagged_append(quarantined(records), naming.table("quarantine", self.p.name), self.tag(batch_id))
 
     def step(self, name: str) -> None:
         now = time.monotonic()
@@ -125,85 +137,59 @@ class StreamBatch:
         self.mark = now
 
     def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
-        """Fold the micro-batch's on-time first copies into the speed table."""
+        """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
         from pyspark.sql import functions as F
 
+        from spark_jobs.io import partials_table
         from spark_jobs.transforms.parse import valid_events
         from spark_jobs.transforms.partials import first_copies, partial_aggregate
 
         lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
         hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
-        if lo is None:
+        delay = timedelta(seconds=self.p.watermark_seconds)
+        if lo is None:  # nothing on time: the watermark this batch could record was recorded before
             if hi is not None:
-                self.finalize(max(x for x in (wm, hi - timedelta(seconds=self.p.watermark_seconds)) if x is not None))
+                self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay)
             return
         late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
-        delay = timedelta(seconds=self.p.watermark_seconds)
         on_time = valid_events(records).where(~late_if)
-        bronze = (self.spark.table(naming.table("bronze", self.p.name))
-                  .where((F.col("event_time") >= F.lit(lo - delay)) & (F.col("event_date") >= F.lit((lo - delay).date()))))
-        # bronze may or may not hold this micro-batch yet (its append runs beside): first_copies
-        # gives the same answer either way, because the candidates are part of the history too
-        history = bronze.select(self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset").unionByName(
-            on_time.select(self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset"))
+        # the micro-batch is part of the history: first_copies compares its copies with each other too
+        arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
+        history = self.arrivals.history(lo - delay).select(*arrival).unionByName(on_time.select(*arrival))
         partials = first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
-        self.merge(partials, batch_id, lo, wm_after)  # Delta materializes the source once
-        self.step("merge")
-        self.finalize(wm_after)
-        self.step("finalize")
+        if "partials" not in (self.done or set()):
+            partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
+        self.step("speed")
+        self.appended += 1
+        self.arrivals.add(valid_events(records), wm_after - delay)
+        self.step("arrivals")
 
-    def merge(self, partials: Any, batch_id: int, lo: datetime, wm_after: datetime) -> None:
-        from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
+    def compact(self) -> None:
+        """Every ``COMPACT_EVERY`` appends of this run, between micro-batches (rows a previous run left
+        uncompacted are folded by the first one)."""
+        from spark_jobs.io import partials_table
 
-        from spark_jobs.transforms.partials import combined
-
-        final = f"s.window_end <= {sql_timestamp(wm_after)}"
-        source = partials.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
-        cols = contracts.speed(self.p, self.version).column_names
-        insert: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in cols if c not in ("updated_at", "is_final")}
-        insert.update({"`updated_at`": "current_timestamp()", "`is_final`": final})
-        update: dict[str, Any] = {**combined(self.p), "`updated_at`": "current_timestamp()", "`batch_id`": "s.batch_id",
-                  "`is_final`": final}
-        oldest = lo - timedelta(seconds=self.p.window.size_seconds)  # no window of the batch starts earlier
-        cond = " AND ".join([f"t.window_start >= {sql_timestamp(oldest)}", *(f"t.`{k}` <=> s.`{k}`" for k in self.p.grain)])
-        self.spark.conf.set(TXN_APP_CONF, self.app("speed"))
-        self.spark.conf.set(TXN_VERSION_CONF, str(batch_id))
-        try:
-            (DeltaTable.forName(self.spark, self.table).alias("t").merge(source.alias("s"), cond)
-             .whenMatchedUpdate(set=update).whenNotMatchedInsert(values=insert).execute())
-        finally:
-            for conf in (TXN_APP_CONF, TXN_VERSION_CONF):
-                self.spark.conf.unset(conf)
-
-    def finalize(self, wm: datetime) -> None:
-        """Mark windows the watermark has passed, once per window boundary it crosses (idempotent)."""
-        step = self.window_seconds
-        if self.finalized_wm is not None and int(wm.timestamp()) // step <= int(self.finalized_wm.timestamp()) // step:
-            return
-        band = (f" AND window_end > {sql_timestamp(self.finalized_wm - timedelta(seconds=2 * step))}"
-                if self.finalized_wm is not None else "")
-        self.spark.sql(f"UPDATE {self.table} SET is_final = true WHERE NOT is_final AND window_end <= "
-                       f"{sql_timestamp(wm)}{band}")
-        self.finalized_wm = wm
+        if self.appended - (self.compacted_at or 0) >= COMPACT_EVERY:
+            partials_table.compact(self.spark, self.p, naming.speed_partials_table(self.p.name, self.version))
+            self.compacted_at = self.appended
+            self.step("compact")
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
         """This micro-batch's ``ops.stream_progress`` rows, written exactly once with the data."""
-        from spark_jobs.io.delta_io import idempotent_append
+        from spark_jobs.io.delta_io import tagged_append
         from spark_jobs.io.progress_recorder import recovered_row
 
-        if not rows:
+        if not rows or "ops" in (self.done or set()):
             return
         seconds = time.monotonic() - started
         out = []
         for query, (version, n, late) in rows.items():
             row = recovered_row(self.p.name, query, version, batch_id, meta, end, None)
-            row.update(run_id=self.apps.get("qid", ""), input_rows=n, batch_duration_ms=int(seconds * 1000),
+            row.update(run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
                        processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
                        watermark=wm, state_rows=0, rows_dropped_by_watermark=late)
             out.append([row[c] for c in contracts.STREAM_PROGRESS.column_names])
         schema = ", ".join(f"`{c}` {t}" for c, t in contracts.STREAM_PROGRESS.columns)
-        idempotent_append(self.spark.createDataFrame(out, schema), contracts.STREAM_PROGRESS.name,
-                          self.app("progress"), batch_id)
+        tagged_append(self.spark.createDataFrame(out, schema), contracts.STREAM_PROGRESS.name, self.tag(batch_id))

@@ -1,10 +1,10 @@
 """The stateless speed computation, as pure DataFrame functions: first copies, partial aggregates
-per window, and the SQL that folds a micro-batch's partials into the speed table.
+per window.
 
 A micro-batch's events become *partials* per (keys, window): counts, sums, minima, maxima, the sum
 and count behind an ``avg`` and a HyperLogLog sketch behind an ``approx_distinct``. Partials of
-disjoint event sets combine exactly (sketches by union), so the speed table is updated by one MERGE
-that touches only the windows of the micro-batch: the cost follows the micro-batch, not the history.
+disjoint event sets combine exactly (sketches by union), so a micro-batch only APPENDS its partials
+and the speed view folds them (``lakehouse.speed_fold``): the cost follows the micro-batch, not the history.
 The windows themselves come from the same ``window_column`` the batch layer uses.
 """
 
@@ -67,26 +67,3 @@ def partial_aggregate(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
                           *(a.name for a in p.aggregates), *(c for c, _ in partial_columns(p)), "max_event_time")
 
     return _aggregate
-
-
-def combined(p: Pipeline) -> dict[str, str]:
-    """SET clause of the MERGE: target ``t`` + micro-batch partials ``s`` -> the window over both."""
-    out: dict[str, str] = {}
-    for a in p.aggregates:
-        n = f"`{a.name}`"
-        if a.fn in ("count", "sum"):
-            out[n] = f"coalesce(t.{n}, 0) + coalesce(s.{n}, 0)" if a.fn == "count" else (
-                f"CASE WHEN t.{n} IS NULL THEN s.{n} WHEN s.{n} IS NULL THEN t.{n} ELSE t.{n} + s.{n} END")
-        elif a.fn in ("min", "max"):
-            out[n] = f"{'least' if a.fn == 'min' else 'greatest'}(t.{n}, s.{n})"
-        elif a.fn == "avg":
-            sm, cn = f"`_sum_{a.name}`", f"`_n_{a.name}`"
-            out[sm] = f"coalesce(t.{sm}, 0D) + coalesce(s.{sm}, 0D)"
-            out[cn] = f"coalesce(t.{cn}, 0) + coalesce(s.{cn}, 0)"
-            out[n] = f"({out[sm]}) / nullif({out[cn]}, 0)"
-        else:  # approx_distinct
-            hll = f"`_hll_{a.name}`"
-            out[hll] = f"CASE WHEN t.{hll} IS NULL THEN s.{hll} WHEN s.{hll} IS NULL THEN t.{hll} ELSE hll_union(t.{hll}, s.{hll}) END"
-            out[n] = f"CAST(hll_sketch_estimate({out[hll]}) AS BIGINT)"
-    out["`max_event_time`"] = "greatest(t.`max_event_time`, s.`max_event_time`)"
-    return out

@@ -18,6 +18,7 @@ import pytest
 
 from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
+from tests.integration.speed_helpers import write_speed_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,7 +88,7 @@ def test_pyhive_reads_serving_view_with_filter(spark: SparkSession, cfg: Tidewat
     p = load_pipeline("sensor_readings")
     contracts.ensure(spark, contracts.speed(p, 1))
     rows = [("s1", 0, 1, 3, 20.0, 1, True), ("s2", 0, 1, 1, 5.5, 1, True), ("s1", 2, 3, 2, 30.0, 2, False)]
-    _speed_frame(spark, p, rows).write.format("delta").mode("append").saveAsTable(naming.speed_table(p.name))
+    write_speed_rows(spark, p, 1, _speed_frame(spark, p, rows))
     refresh_view(spark, cfg, p)
     got = _once(cfg, "SELECT sensor_id, window_start, event_count, source, finality FROM serving.sensor_readings "
                      "WHERE sensor_id = 's1' ORDER BY window_start")
@@ -207,8 +208,7 @@ def _exact_speed_tables(spark: SparkSession, p: Pipeline, versions: tuple[int, .
     windows = bronze.transform(partial_aggregate(p)).withColumns(
         {"updated_at": F.current_timestamp(), "batch_id": F.lit(1).cast("bigint"), "is_final": F.lit(True)})
     for v in versions:
-        table = naming.speed_table(p.name, v)
-        windows.select(*contracts.speed(p, v).column_names).write.format("delta").mode("overwrite").saveAsTable(table)
+        write_speed_rows(spark, p, v, windows, mode="overwrite")
     return int(bronze.count())
 
 

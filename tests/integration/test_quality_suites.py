@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.integration.speed_helpers import write_speed_rows
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -64,9 +66,9 @@ def test_window_suite_checks_min_avg_max_and_window_order(spark: SparkSession, c
     t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     t1 = t0 + timedelta(minutes=1)
     rows = [("s-1", t0, t1, 2, 20.0, 19.0, 21.0, t1, t1, 0, True, 40.0, 2),  # + the avg's sum and count
-            ("s-2", t1, t0, 0, 25.0, 26.0, 24.0, t1, t1, 0, True, 0.0, 0)]  # reversed window, count 0, min > avg > max
+            ("s-2", t1, t0, 0, 25.0, 26.0, 24.0, t1, t1, 0, True, 25.0, 1)]  # reversed window, count 0, min > avg > max
     schema = ", ".join(f"`{c}` {t}" for c, t in contract.columns)
-    spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
+    write_speed_rows(spark, p, 1, spark.createDataFrame(rows, schema))
     out = validate_table(cfg, PIPELINE, "speed", contract.name, spark=spark, build_docs=False)
     print(out.summary())
     assert not out.success

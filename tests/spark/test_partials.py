@@ -1,5 +1,5 @@
-"""The stateless speed computation: partials of two micro-batches, folded with the MERGE's SET
-expressions, equal the shared aggregation over both (sketches: the same estimate either way)."""
+"""The stateless speed computation: partials of two micro-batches, folded by the speed view's SQL
+(``lakehouse.speed_fold``), equal the shared aggregation over both (sketches: the same estimate either way)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.transforms.partials import combined, first_copies, partial_aggregate
+from lakehouse.speed_fold import fold_sql
+from spark_jobs.transforms.partials import first_copies, partial_aggregate
 from spark_jobs.transforms.windows import windowed_aggregate
 
 if TYPE_CHECKING:
@@ -22,17 +23,13 @@ T0 = datetime(2026, 1, 1, 8, 0)
 
 
 def _fold(spark: SparkSession, p: Pipeline, a: DataFrame, b: DataFrame) -> DataFrame:
-    """What the MERGE does to a window both micro-batches touched (and keeps the others as they are)."""
-    grain = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in p.grain)
-    a.createOrReplaceTempView("t_partials")
-    b.createOrReplaceTempView("s_partials")
-    both = ", ".join(f"{expr} AS {col}" for col, expr in combined(p).items())
-    keys = ", ".join(f"t.`{k}`" for k in p.grain)
-    joined = spark.sql(f"SELECT {keys}, {both} FROM t_partials t JOIN s_partials s ON {grain}")
-    only = [spark.sql(f"SELECT * FROM {x} t WHERE NOT EXISTS (SELECT 1 FROM {y} s WHERE {grain})")
-            for x, y in (("t_partials", "s_partials"), ("s_partials", "t_partials"))]
-    cols = [c.strip("`") for c in joined.columns]
-    return joined.unionByName(only[0].select(*cols)).unionByName(only[1].select(*cols))
+    """What the speed view shows after micro-batches ``a`` and ``b`` appended their partials."""
+    from pyspark.sql import functions as F
+
+    extra = {"updated_at": F.lit(T0), "watermark": F.lit(None).cast("timestamp")}
+    (a.withColumns({**extra, "batch_id": F.lit(1)}).unionByName(b.withColumns({**extra, "batch_id": F.lit(2)}))
+     .createOrReplaceTempView("partials_of_two_batches"))
+    return spark.sql(fold_sql(p, "partials_of_two_batches"))
 
 
 def test_sliding_windows_with_sketches_fold_exactly(spark: SparkSession) -> None:
@@ -75,3 +72,26 @@ def test_first_copies_apply_the_arrival_rule_against_history(spark: SparkSession
         ("c", T0 + timedelta(seconds=9), 3, 4), ("c", T0 + timedelta(seconds=9), 3, 5)], schema)  # in-batch dup
     kept = first_copies(p, batch, history.unionByName(batch)).collect()
     assert sorted((r.event_id, r.kafka_partition, r.kafka_offset) for r in kept) == [("b", 0, 3), ("c", 3, 4)]
+
+
+def test_compacted_rows_fold_like_the_partials_they_replace(spark: SparkSession) -> None:
+    """A compaction writes ``fold_sql(compacted=True)`` rows back into the partials table: folding
+    them with later partials must give the view the same windows as folding every partial."""
+    from pyspark.sql import functions as F
+
+    p = load_pipeline("lift_rides")
+    rows = [(f"e{i}", f"lift-{i % 2}", f"skier-{(i * 5) % 17}", T0 + timedelta(seconds=53 * i)) for i in range(90)]
+    schema = "event_id string, lift_id string, skier_id string, event_time timestamp"
+    parts = [spark.createDataFrame(rows[k::3], schema).transform(partial_aggregate(p)) for k in range(3)]
+    extra = {"updated_at": F.lit(T0), "watermark": F.lit(T0 + timedelta(minutes=30))}
+    marked = [df.withColumns({**extra, "batch_id": F.lit(k), "compacted": F.lit(False)}) for k, df in enumerate(parts)]
+    marked[0].unionByName(marked[1]).createOrReplaceTempView("first_two")
+    compacted = spark.sql(fold_sql(p, "first_two", compacted=True))
+    assert compacted.where("NOT compacted").count() == 0
+    compacted.unionByName(marked[2]).createOrReplaceTempView("after_compaction")
+    marked[0].unionByName(marked[1]).unionByName(marked[2]).createOrReplaceTempView("all_partials")
+    cols = ["lift_id", "window_start", "window_end", "ride_count", "distinct_skiers", "max_event_time", "batch_id", "is_final"]
+    after, every = (sorted(tuple(r) for r in spark.sql(fold_sql(p, t)).select(*cols).collect())
+                    for t in ("after_compaction", "all_partials"))
+    assert after == every
+    assert {r[-1] for r in every} == {True, False}  # windows ending by the watermark are final, later ones not

@@ -1,0 +1,51 @@
+"""I/O of a stateless speed version's append-only partials table (``lakehouse.speed_fold``).
+
+* ``append``: one micro-batch's per-window partials, one plain Delta append (rows tagged with the
+  lineage and micro-batch id, which ``io.rerun`` checks before a re-run micro-batch writes again):
+  the only write between Kafka and visibility.
+* ``compact``: the rows of every window that uncompacted rows touch, folded into one row per window
+  and written back with ``replaceWhere`` on ``window_start`` (one atomic commit). It reads only the
+  recent region (uncompacted rows sit in the newest files, compacted ones carry ``compacted = true``
+  so file statistics skip them), so its cost follows the rows since the last compaction, not the
+  history. The stream runs it between micro-batches, so it never races an append of its own lineage.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from lakehouse.pipeline import Pipeline
+from lakehouse.speed_fold import fold_sql
+
+
+def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> None:
+    from pyspark.sql import functions as F
+
+    from lakehouse import contracts
+    from spark_jobs.io.delta_io import tagged_append
+
+    contract = contracts.speed_partials(p, version)
+    rows = partials.select("*", F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
+                           F.lit(watermark).cast("timestamp").alias("watermark"), F.lit(lineage).alias("lineage"),
+                           F.lit(False).alias("compacted"))
+    tagged_append(rows.select(*contract.column_names), contract.name, f"{lineage}/{batch_id}")
+
+
+def compact(spark: Any, p: Pipeline, table: str) -> int:
+    """Fold the windows that uncompacted rows touch; returns how many rows were folded (0: nothing to do)."""
+    row = spark.sql(f"SELECT unix_micros(min(window_start)) AS lo, count(*) AS n FROM {table} WHERE NOT compacted").collect()[0]
+    if not row["n"]:
+        return 0
+    region = f"window_start >= timestamp_micros({int(row['lo'])})"
+    folded = spark.sql(fold_sql(p, table, where=region, compacted=True)).coalesce(1)
+    columns = spark.table(table).columns
+    try:
+        (folded.select(*columns).write.format("delta").mode("overwrite").option("replaceWhere", region)
+         .saveAsTable(table))
+    except Exception as exc:  # e.g. an OPTIMIZE (maintenance DAG) rewrote these files meanwhile
+        if "Concurrent" not in f"{type(exc).__name__} {exc}":
+            raise
+        print(f"stream: compaction of {table} skipped, to be retried ({str(exc).splitlines()[0][:200]})", flush=True)
+        return 0
+    return int(row["n"])

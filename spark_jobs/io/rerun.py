@@ -1,0 +1,47 @@
+"""Exactly once without ``txnAppId``: which writes of a re-run micro-batch already committed.
+
+Spark re-runs a micro-batch only when a query starts: the one its offset log holds and its commit
+log does not (a crash, kill -9 or failure cut it short). Every later micro-batch of a running query
+is new. So ``StreamBatch`` asks once per query start, for its FIRST micro-batch, which of that
+micro-batch's writes exist already, and writes only the others; every other micro-batch appends
+plainly. (Delta's ``txnAppId``/``txnVersion`` gives the same guarantee but costs two state
+reconstructions per write: 0.69 s against 0.29 s per small append, measured on 2 cores.)
+
+Each write is one atomic Delta commit, so one row of it proves all of it:
+
+* bronze / quarantine: one valid / unusable record of the micro-batch, by Kafka partition and offset;
+* partials: a row of this lineage (checkpoint query id) with this or a later ``batch_id`` (a
+  compaction keeps the lineage and batch id of each window's latest append);
+* ``ops.stream_progress``: the micro-batch's row for this lineage (``run_id`` = query id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehouse import contracts, naming
+from lakehouse.pipeline import Pipeline
+
+
+def _exists(spark: Any, table: str, where: str) -> bool:
+    return bool(spark.sql(f"SELECT 1 FROM {table} WHERE {where} LIMIT 1").collect())
+
+
+def _record_at(position: Any) -> str:
+    return f"kafka_partition = {int(position['kafka_partition'])} AND kafka_offset = {int(position['kafka_offset'])}"
+
+
+def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_id: int, stats: Any) -> set[str]:
+    """The sinks (``bronze``, ``quarantine``, ``partials``, ``ops``) holding micro-batch ``batch_id``
+    already. ``stats`` has ``valid_at`` / ``bad_at``: one record of each kind (None if none)."""
+    done = set()
+    for sink, position in (("bronze", stats["valid_at"]), ("quarantine", stats["bad_at"])):
+        if position is not None and _exists(spark, naming.table(sink, p.name), _record_at(position)):
+            done.add(sink)
+    partials = contracts.speed(p, version).requires
+    if partials and _exists(spark, partials[0].name, f"lineage = '{lineage}' AND batch_id >= {int(batch_id)}"):
+        done.add("partials")
+    if _exists(spark, contracts.STREAM_PROGRESS.name,
+               f"pipeline = '{p.name}' AND run_id = '{lineage}' AND batch_id = {int(batch_id)}"):
+        done.add("ops")
+    return done
