@@ -100,3 +100,16 @@ def event_log_args(log_dir: Path) -> str:
     log_dir.mkdir(parents=True, exist_ok=True)
     return (f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{log_dir} "
             "--conf spark.eventLog.compress=false pyspark-shell")
+
+
+def batch_growth(batches: list[tuple[datetime, float, int]], size: int) -> dict[str, Any]:
+    """Issue 12's flatness figure: mean duration of the last 10% of the full-size micro-batches
+    (``size`` input rows) over that of the first 10% (at least one each; the first full batch is
+    left out, it carries the JVM's warm-up)."""
+    full = [b[1] for b in sorted(batches) if b[2] == size][1:]
+    if len(full) < 2:
+        return {"full_batches": len(full), "last_over_first": None}
+    k = max(1, len(full) // 10)
+    first, last = sum(full[:k]) / k, sum(full[-k:]) / k
+    return {"full_batches": len(full), "first_10pct_s": round(first, 2), "last_10pct_s": round(last, 2),
+            "last_over_first": round(last / first, 3) if first else None}

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import fill
-from benchmarks.progress import event_log_args, reached, span_seconds, spark_progress_batches, sql_breakdown
+from benchmarks.progress import (
+    batch_growth,
+    event_log_args,
+    reached,
+    span_seconds,
+    spark_progress_batches,
+    sql_breakdown,
+)
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
 from benchmarks.stack import REPO
@@ -73,6 +80,7 @@ def run_job(module: str, args: list[str], events: int, work: Path, name: str, ti
     return {"seconds": round(seconds or 0, 2), "events_per_s": round(events / seconds) if seconds else None,
             "wall_seconds_incl_startup": round(wall, 1),
             "micro_batches": max(sum(1 for p in prog if p.get("numInputRows")) for prog in per_query.values()),
+            "batch_growth": batch_growth(batches, max((b[2] for b in batches), default=0)),
             "phases_s": {q: phases(prog) for q, prog in per_query.items()}, "sql_s": sql_breakdown(logs)}
 
 

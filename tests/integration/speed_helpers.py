@@ -52,14 +52,23 @@ def speed_rows(spark: Any, table: str) -> dict[tuple[str, int], Any]:
     return {(r.sensor_id, r.ws): r for r in rows}
 
 
-def write_speed_rows(spark: Any, p: Any, version: int, rows: Any, mode: str = "append") -> None:
-    """Rows in the speed contract's columns -> the partials table behind ``speed.<p>[__vN]`` (one
-    partial per window; ``is_final`` rows carry their window end as watermark, so the view marks
+def as_partial_rows(p: Any, version: int, rows: Any) -> Any:
+    """Rows in the speed contract's columns -> rows of the partials table behind ``speed.<p>[__vN]``
+    (one partial per window; ``is_final`` rows carry their window end as watermark, so the view marks
     every window up to the last final one final)."""
     from pyspark.sql import functions as F
 
     from lakehouse import contracts
 
     partials = contracts.speed(p, version).requires[0]
-    out = rows.withColumns({"watermark": F.when(F.col("is_final"), F.col("window_end")), "compacted": F.lit(False)})
-    out.select(*partials.column_names).write.format("delta").mode(mode).saveAsTable(partials.name)
+    out = rows.withColumns({"watermark": F.when(F.col("is_final"), F.col("window_end")), "lineage": F.lit("test"),
+                            "compacted": F.lit(False)})
+    return out.select(*partials.column_names)
+
+
+def write_speed_rows(spark: Any, p: Any, version: int, rows: Any, mode: str = "append") -> None:
+    """``as_partial_rows`` appended to (or overwriting) the partials table."""
+    from lakehouse import naming
+
+    as_partial_rows(p, version, rows).write.format("delta").mode(mode).saveAsTable(
+        naming.speed_partials_table(p.name, version))

@@ -18,7 +18,7 @@ import pytest
 
 from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
-from tests.integration.speed_helpers import write_speed_rows
+from tests.integration.speed_helpers import as_partial_rows, write_speed_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -159,12 +159,12 @@ def test_queries_across_a_delta_table_change(spark: SparkSession, cfg: Tidewater
     a new connection and on one opened before the change (before the fix: NoClassDefFoundError
     ``Protocol$$anonfun$1`` / ``INTERNAL_ERROR ... phase optimization failed``)."""
     p = load_pipeline("sensor_readings")
-    table = naming.speed_table(p.name)
-    sql = f"SELECT count(*), sum(event_count) FROM {table}"
+    table = naming.speed_partials_table(p.name)  # the Delta table behind the speed view
+    sql = f"SELECT count(*), sum(event_count) FROM {naming.speed_table(p.name)}"
     with closing(_connect(cfg)) as old:
         assert _query(old, sql) == [(3, 6)]
-        _speed_frame(spark, p, [("s3", 10, 11, 4, 20.0, 3, True), ("s3", 11, 12, 4, 21.0, 3, True)]
-                     ).createOrReplaceTempView("changed")
+        as_partial_rows(p, 1, _speed_frame(spark, p, [("s3", 10, 11, 4, 20.0, 3, True), ("s3", 11, 12, 4, 21.0, 3, True)])
+                        ).createOrReplaceTempView("changed")
         spark.sql(f"MERGE INTO {table} t USING changed s ON t.sensor_id = s.sensor_id AND t.window_start = s.window_start "
                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
         with closing(_connect(cfg)) as new:
