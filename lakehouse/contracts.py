@@ -79,18 +79,13 @@ def result_columns(p: Pipeline) -> list[str]:
     return [c for c, _ in window_columns(p)]
 
 
-# Tables a stream appends to in every micro-batch: a Delta checkpoint every 100 commits instead of
-# every 10, because the micro-batch whose commit writes one waits for it (about a second on 2 cores).
-STREAM_APPENDED = (("delta.checkpointInterval", "100"),)
-
-
 def bronze(p: Pipeline) -> Contract:
     """Every valid event exactly once, with its Kafka position: the master dataset."""
     return Contract(
         naming.table("bronze", p.name),
         (*_event_columns(p), ("event_time", "timestamp"), *KAFKA_META, ("event_date", "date")),
         grain=("kafka_topic", "kafka_partition", "kafka_offset"), partitioned_by=("event_date",), owner=p.owner,
-        properties=(("delta.enableChangeDataFeed", "true"), ("delta.appendOnly", "true"), *STREAM_APPENDED),
+        properties=(("delta.enableChangeDataFeed", "true"), ("delta.appendOnly", "true")),
     )
 
 
@@ -142,7 +137,7 @@ def speed_partials(p: Pipeline, version: int = 1) -> Contract:
         naming.speed_partials_table(p.name, version),
         (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), *partial_columns(p),
          ("watermark", "timestamp"), ("lineage", "string"), ("compacted", "boolean")),
-        grain=(*p.grain, "batch_id"), owner=p.owner, properties=STREAM_APPENDED,
+        grain=(*p.grain, "batch_id"), owner=p.owner,
     )
 
 
@@ -168,7 +163,7 @@ STREAM_PROGRESS = Contract(
      ("input_rows_per_second", "double"), ("processed_rows_per_second", "double"), ("batch_duration_ms", "bigint"),
      ("watermark", "timestamp"), ("state_rows", "bigint"), ("rows_dropped_by_watermark", "bigint"),
      ("end_offsets", "string"), ("latest_offsets", "string"), ("recorded_at", "timestamp")),
-    grain=("pipeline", "query", "query_version", "run_id", "batch_id"), properties=STREAM_APPENDED,
+    grain=("pipeline", "query", "query_version", "run_id", "batch_id"),
 )
 
 # What a CREATE TABLE IF NOT EXISTS raises while another process creates the same table: Delta has

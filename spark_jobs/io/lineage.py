@@ -43,6 +43,16 @@ def committed_batches(checkpoint: Path) -> list[int]:
     return sorted(int(f.name) for f in commits.iterdir() if f.name.isdigit()) if commits.is_dir() else []
 
 
+def uncommitted_batch(checkpoint: Path) -> int | None:
+    """The micro-batch a restart of this checkpoint's query runs again: planned in the offset log,
+    missing from the commit log (None: the next micro-batch is new)."""
+    if is_new(checkpoint):
+        return None
+    planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    done = committed_batches(checkpoint)
+    return planned if not done or planned > done[-1] else None
+
+
 def offset_log_entry(checkpoint: Path, batch_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """(metadata, Kafka source offsets) of one planned micro-batch: ``batchWatermarkMs``,
     ``batchTimestampMs`` and ``{topic: {partition: next offset}}``."""

@@ -1,9 +1,9 @@
 """Exactly once without ``txnAppId``: which writes of a re-run micro-batch already committed.
 
 Spark re-runs a micro-batch only when a query starts: the one its offset log holds and its commit
-log does not (a crash, kill -9 or failure cut it short). Every later micro-batch of a running query
-is new. So ``StreamBatch`` asks once per query start, for its FIRST micro-batch, which of that
-micro-batch's writes exist already, and writes only the others; every other micro-batch appends
+log does not (a crash, kill -9 or failure cut it short; ``lineage.uncommitted_batch``, read before
+the query starts). Every other micro-batch is new. So ``StreamBatch`` asks, for that micro-batch
+only, which of its writes exist already, and writes only the others; every other micro-batch appends
 plainly. (Delta's ``txnAppId``/``txnVersion`` gives the same guarantee but costs two state
 reconstructions per write: 0.69 s against 0.29 s per small append, measured on 2 cores.)
 

@@ -45,7 +45,10 @@ class StreamBatch:
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
         self.roles, self.floors = roles, floors
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
-        self.done: set[str] | None = None  # None until the first micro-batch asked ``io.rerun``
+        self.done: set[str] | None = None  # None until the query's first micro-batch ran
+        from spark_jobs.io.lineage import uncommitted_batch
+
+        self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
         self.appended = 0  # partials appends of this run
         self.compacted_at = 0  # ``appended`` at this run's last compaction
         self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
@@ -70,12 +73,14 @@ class StreamBatch:
         try:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
             self.step("parse")
-            if self.done is None:  # the query's first micro-batch: maybe a re-run (``io.rerun``)
+            if self.done is None:  # the query's first micro-batch: a re-run if it was planned before
                 from spark_jobs.io.rerun import committed_writes
 
                 self.qid = lineage.query_id(self.checkpoint)
-                self.done = committed_writes(self.spark, self.p, self.version, self.qid, batch_id, stats)
-                self.step(f"re-run check ({', '.join(sorted(self.done)) or 'nothing'} written)")
+                self.done = set()
+                if batch_id == self.rerun_of:
+                    self.done = committed_writes(self.spark, self.p, self.version, self.qid, batch_id, stats)
+                    self.step(f"re-run check ({', '.join(sorted(self.done)) or 'nothing'} written)")
             rows: dict[str, tuple[int, int, int | None]] = {}
             ingest = None
             if "ingest" in self.roles:

@@ -29,10 +29,7 @@ def first_copies(p: Pipeline, candidates: DataFrame, history: DataFrame) -> Data
     reached Kafka first, then lower partition, then lower offset: the batch layer's rule."""
     from pyspark.sql import functions as F
 
-    # only the history of the candidates' own ids matters: a broadcast semi join finds it without
-    # shuffling the history (the dedup horizon: minutes of events against one micro-batch)
-    ids = F.broadcast(candidates.select(p.event_id).distinct())
-    c, h = candidates.alias("c"), history.select(p.event_id, *ARRIVAL).join(ids, p.event_id, "left_semi").alias("h")
+    c, h = candidates.alias("c"), history.select(p.event_id, *ARRIVAL).alias("h")
     earlier = (F.col("h.kafka_timestamp") < F.col("c.kafka_timestamp")) | (
         (F.col("h.kafka_timestamp") == F.col("c.kafka_timestamp"))
         & (F.struct("h.kafka_partition", "h.kafka_offset") < F.struct("c.kafka_partition", "c.kafka_offset")))
