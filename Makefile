@@ -63,7 +63,7 @@ test-fast: setup ## Unit and Spark tests only
 
 lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and services > lakehouse)
 	@$(BIN)/ruff check .
-	@$(BIN)/mypy tidewater lakehouse spark_jobs infra expectations tests
+	@$(BIN)/mypy tidewater lakehouse spark_jobs infra expectations tests dags benchmarks
 	@$(BIN)/lint-imports
 
 bench: setup ## Full benchmark run, Flink peer included (74 min on 2 cores; writes benchmarks/results/)

@@ -13,7 +13,7 @@ class ScenarioResult:
     status: str = "ok"             # ok | FAILED | skipped
     checks: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
-    ratios: dict[str, float] = field(default_factory=dict)
+    ratios: dict[str, float | None] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0

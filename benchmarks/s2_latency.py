@@ -88,7 +88,8 @@ def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]])
         lat.append((polls[j][0] - sent_at, count - prev))
         prev = count
     lat.sort()
-    total, out, acc, k = sum(w for _, w in lat), {}, 0, 0
+    out: dict[str, float | None] = {}
+    total, acc, k = sum(w for _, w in lat), 0, 0
     for name, q in (("p50_s", 0.50), ("p95_s", 0.95), ("p99_s", 0.99)):
         while k < len(lat) and acc + lat[k][1] < q * total:
             acc += lat[k][1]

@@ -75,7 +75,7 @@ def pipeline_steps(p: str) -> None:
         return out.splitlines()[-1] if out else "reconciled"
 
     staged = stage()
-    reconcile(publish(staged, validate(staged)))
+    reconcile(publish(staged, validate(staged)))  # type: ignore[arg-type]  # XComArgs, resolved at run time
 
 
 if mode() != "kappa":
