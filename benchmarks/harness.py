@@ -20,9 +20,10 @@ from benchmarks.result import ScenarioResult
 from benchmarks.sizes import SIZES
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink"}
+SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink",
+             7: "s7_sustained"}
 NAMES = {1: "Speed-layer catch-up throughput", 2: "End-to-end latency", 3: "Batch full vs incremental vs DuckDB",
-         4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up"}
+         4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up", 7: "Sustained rate"}
 
 
 def machine_facts() -> dict[str, Any]:

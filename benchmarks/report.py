@@ -21,7 +21,8 @@ def headline(result: dict[str, Any]) -> list[tuple[str, Any]]:
     for part, metrics in result["metrics"].items():
         if not isinstance(metrics, dict):
             continue
-        for key in ("events_per_s", "seconds", "p50_s", "p95_s", "p99_s", "achieved_rate"):
+        for key in ("events_per_s", "seconds", "p50_s", "p95_s", "p99_s", "achieved_rate", "lag_max_after_warm_up",
+                    "lag_slope_per_s"):
             if key in metrics and metrics[key] is not None:
                 rows.append((f"{part}.{key}", metrics[key]))
     return rows

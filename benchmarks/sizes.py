@@ -15,13 +15,15 @@ class Sizes:
     batch_events: int          # scenario 3 (and 4): bronze events
     late_fraction: float       # scenario 3: share of windows touched by late data
     serving_queries: int       # scenario 5: repetitions per query
+    sustained_rate: int        # scenario 7: events/s held for sustained_seconds
+    sustained_seconds: int
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 10_000_000, 0.01, 30),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 1_000, 20),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 10_000, 180),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 10_000_000, 0.01, 30, 10_000, 600),
 }

@@ -115,7 +115,7 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     if "speed" in roles:
         replayed = naming.checkpoint_dir(cfg, p.name, "speed", version)
         table = contracts.storage_table(p, version)
-        taken_over = last_committed_offsets(replayed, p.topic) if replayed != checkpoint else None
+        taken_over = taken_over_offsets(spark, p, version, replayed, p.topic) if replayed != checkpoint else None
         floors["speed"] = taken_over
         if taken_over is None:
             prepare_speed_table(spark, table, cfg.kafka.starting_offsets if "ingest" in roles else "earliest")
@@ -124,6 +124,18 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     saved.write_text(json.dumps(floors))
     return floors, start
+
+
+def taken_over_offsets(spark: SparkSession, p: Pipeline, version: int, replayed: Path, topic: str) -> dict[str, int] | None:
+    """Where the main job takes over a replayed version: after the replay's last committed micro-batch,
+    or after the one it was stopped in if that one's partials append had landed (a stop can interrupt
+    a micro-batch after its write and before its commit; taking over before it would count it twice)."""
+    from spark_jobs.io.rerun import partials_written
+
+    pending = uncommitted_batch(replayed)
+    if pending is not None and partials_written(spark, p, version, query_id(replayed), pending):
+        return {str(k): int(v) for k, v in offset_log_entry(replayed, pending)[1].get(topic, {}).items()}
+    return last_committed_offsets(replayed, topic)
 
 
 def prepare_speed_table(spark: SparkSession, table: str, starting_offsets: str) -> bool:

@@ -31,6 +31,11 @@ def _record_at(position: Any) -> str:
     return f"kafka_partition = {int(position['kafka_partition'])} AND kafka_offset = {int(position['kafka_offset'])}"
 
 
+def partials_written(spark: Any, p: Pipeline, version: int, lineage: str, batch_id: int) -> bool:
+    partials = contracts.speed(p, version).requires
+    return bool(partials) and _exists(spark, partials[0].name, f"lineage = '{lineage}' AND batch_id >= {int(batch_id)}")
+
+
 def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_id: int, stats: Any) -> set[str]:
     """The sinks (``bronze``, ``quarantine``, ``partials``, ``ops``) holding micro-batch ``batch_id``
     already. ``stats`` has ``valid_at`` / ``bad_at``: one record of each kind (None if none)."""
@@ -38,8 +43,7 @@ def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_
     for sink, position in (("bronze", stats["valid_at"]), ("quarantine", stats["bad_at"])):
         if position is not None and _exists(spark, naming.table(sink, p.name), _record_at(position)):
             done.add(sink)
-    partials = contracts.speed(p, version).requires
-    if partials and _exists(spark, partials[0].name, f"lineage = '{lineage}' AND batch_id >= {int(batch_id)}"):
+    if partials_written(spark, p, version, lineage, batch_id):
         done.add("partials")
     if _exists(spark, contracts.STREAM_PROGRESS.name,
                f"pipeline = '{p.name}' AND run_id = '{lineage}' AND batch_id = {int(batch_id)}"):

@@ -1,4 +1,4 @@
-"""The benchmark harness in quick mode (scenarios 1-5) produces correct answers.
+"""The benchmark harness in quick mode (scenarios 1-5 and 7; 6 needs the Flink venv) produces correct answers.
 
 One harness run (its own isolated stack: temp data folder, free ports, real Kafka, metastore,
 Spark, Delta) feeds one test per scenario. Each asserts that the scenario ran and every one of its
@@ -13,18 +13,19 @@ from typing import Any
 import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+QUICK = [1, 2, 3, 4, 5, 7]
 
 
 @pytest.fixture(scope="module")
 def quick_run() -> dict[int, dict[str, Any]]:
     from benchmarks.harness import run_benchmarks
 
-    run = run_benchmarks("quick", [1, 2, 3, 4, 5], write=False)
+    run = run_benchmarks("quick", QUICK, write=False)
     assert run["machine"]["cores"], "machine facts recorded"
     return {r["id"]: r for r in run["results"]}
 
 
-@pytest.mark.parametrize("scenario", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("scenario", QUICK)
 def test_quick_scenario_is_correct(quick_run: dict[int, dict[str, Any]], scenario: int) -> None:
     result = quick_run[scenario]
     # every quick scenario must run: a skip here is a regression (an import error once hid scenario 4)

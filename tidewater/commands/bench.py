@@ -21,9 +21,12 @@ def parse_scenarios(text: str | None) -> list[int] | None:
         numbers = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
         raise TidewaterError(f"bench: --scenarios {text!r} is not a list of numbers; use e.g. --scenarios 1,2,5") from None
-    bad = [n for n in numbers if not 1 <= n <= 6]
+    from benchmarks.harness import SCENARIOS
+
+    bad = [n for n in numbers if n not in SCENARIOS]
     if bad or not numbers:
-        raise TidewaterError(f"bench: unknown scenario(s) {bad or text!r}; scenarios are numbered 1 to 6")
+        raise TidewaterError(f"bench: unknown scenario(s) {bad or text!r}; scenarios are numbered "
+                             f"{min(SCENARIOS)} to {max(SCENARIOS)}")
     return numbers
 
 
