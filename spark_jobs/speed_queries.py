@@ -19,6 +19,7 @@ INGEST_VERSION = naming.INGEST_VERSION
 
 def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
                   starting_offsets: str | None = None) -> dict[str, Any]:
+    from spark_jobs.io import lineage
     from spark_jobs.io.kafka_source import read_stream
     from spark_jobs.io.speed_sinks import SpeedMerge, ingest_writer
     from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
@@ -32,11 +33,15 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     queries: dict[str, Any] = {}
     if "ingest" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
-        start = new_ingest_lineage_start(spark, cfg, p, checkpoint) or starting_offsets
-        classified = read_stream(spark, cfg, p.topic, start).transform(with_kafka_metadata).transform(classify(p))
+        floors, start = lineage.stream_floors(spark, cfg, p, INGEST_VERSION, checkpoint, ["ingest"])
+        if start:
+            print(f"speed: new ingest lineage at {checkpoint}: resuming after the offsets bronze/quarantine hold: "
+                  f"{start}", file=sys.stderr, flush=True)
+        classified = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
+                      .transform(classify(p)))
         queries["ingest"] = (
             classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
-            .foreachBatch(ingest_writer(p, checkpoint))
+            .foreachBatch(ingest_writer(p, checkpoint, floors))
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -85,21 +90,6 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
     return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}")
             .foreachBatch(StreamBatch(spark, p, version, checkpoint, roles, floors))
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
-
-
-def new_ingest_lineage_start(spark: Any, cfg: TidewaterConfig, p: Pipeline, checkpoint: Any) -> str | None:
-    """A new ingest checkpoint over non-empty bronze/quarantine resumes after their last offsets."""
-    from spark_jobs.io import lineage
-    from spark_jobs.io.kafka_admin import offsets
-
-    if not lineage.is_new(checkpoint):
-        return None
-    tables = [naming.table("bronze", p.name), naming.table("quarantine", p.name)]
-    start = lineage.resume_offsets(spark, tables, p.topic, sorted(offsets(cfg, p.topic)))
-    if start:
-        print(f"speed: new ingest lineage at {checkpoint}: resuming after the offsets bronze/quarantine hold: "
-              f"{start}", file=sys.stderr, flush=True)
-    return start
 
 
 def new_speed_lineage(spark: Any, table: str, checkpoint: Any, starting_offsets: str) -> None:

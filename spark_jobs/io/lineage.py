@@ -7,8 +7,10 @@ as "already written" (delta-io: a txnVersion at or below the last one of the sam
 dropped). What a new lineage does with tables that already hold rows (the rule, also in
 docs/architecture.md):
 
-* ingest: resumes after the last Kafka offset that ``bronze.<p>`` or ``quarantine.<p>`` already
-  holds, per partition, so a deleted checkpoint neither skips nor doubles a record;
+* ingest: each of ``bronze.<p>`` and ``quarantine.<p>`` resumes after what it holds, per partition
+  (``ingest_floors``), so a deleted checkpoint neither skips nor doubles a record. The ingest role
+  commits quarantine BEFORE bronze, so every unusable record up to bronze's last offset is in
+  quarantine, whichever commit a kill -9 interrupted;
 * speed: starts from the earliest offsets and so recomputes every window: the table is emptied
   first; with ``starting_offsets: latest`` it would lose windows, so the start is refused.
 """
@@ -73,11 +75,17 @@ def held_offsets(spark: SparkSession, tables: list[str], topic: str) -> dict[str
     return held or None
 
 
-def resume_offsets(spark: SparkSession, tables: list[str], topic: str, partitions: list[int]) -> str | None:
-    """``startingOffsets`` JSON that continues after the highest offset any of ``tables`` holds for
-    ``topic`` (-2 = earliest for a partition without rows), or None if they hold nothing."""
-    held = held_offsets(spark, tables, topic)
-    return starting_json(topic, partitions, [held]) if held else None
+def ingest_floors(bronze: dict[str, int] | None, quarantine: dict[str, int] | None) -> dict[str, dict[str, int] | None]:
+    """The ingest role's floors from what each table holds (partition -> offset after its highest).
+
+    ``ingest`` (bronze, and where the stream starts) is bronze's own. ``quarantine`` is the higher of
+    the two per partition: quarantine is committed before bronze within a micro-batch, so quarantine
+    holds every unusable record below bronze's floor. (One floor over both tables lost the unusable
+    records of a micro-batch cut short between its two commits when bronze was committed first.)"""
+    merged = dict(bronze or {})
+    for part, first in (quarantine or {}).items():
+        merged[part] = max(first, merged.get(part, first))
+    return {"ingest": bronze, "quarantine": merged or None}
 
 
 def starting_json(topic: str, partitions: list[int], floors: list[dict[str, int] | None]) -> str:
@@ -100,7 +108,7 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     query's lineage, and the ``startingOffsets`` a NEW checkpoint starts from (None: the configured
     one). Decided once per lineage and kept beside the checkpoint (``<checkpoint>.floors.json``).
 
-    ingest: after what bronze/quarantine hold. speed: after what the version's replay checkpoint
+    ingest (and quarantine): after what bronze (quarantine) holds, ``ingest_floors``. speed: after what the version's replay checkpoint
     committed, when the main job takes over a replayed version; otherwise the table is recomputed
     from the start (emptied first, ``prepare_speed_table``)."""
     from lakehouse import contracts, naming
@@ -111,7 +119,8 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
         return json.loads(saved.read_text()), None
     floors: dict[str, dict[str, int] | None] = {}
     if "ingest" in roles:
-        floors["ingest"] = held_offsets(spark, [naming.table("bronze", p.name), naming.table("quarantine", p.name)], p.topic)
+        floors.update(ingest_floors(held_offsets(spark, [naming.table("bronze", p.name)], p.topic),
+                                    held_offsets(spark, [naming.table("quarantine", p.name)], p.topic)))
     if "speed" in roles:
         replayed = naming.checkpoint_dir(cfg, p.name, "speed", version)
         table = contracts.storage_table(p, version)

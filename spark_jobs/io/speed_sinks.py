@@ -1,6 +1,6 @@
 """The speed job's two ``foreachBatch`` sinks: Delta writes that a replayed micro-batch cannot double.
 
-* ``ingest_writer``: valid events -> ``bronze.<p>``, unusable records -> ``quarantine.<p>``, each an
+* ``ingest_writer``: unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``, each an
   idempotent append (``txnAppId`` tied to the query version, ``txnVersion`` = micro-batch id).
 * ``SpeedMerge``: windowed results -> MERGE into ``speed.<p>[__vN]`` on the grain (absolute values,
   newer ``batch_id`` wins), then ``is_final`` for windows the watermark has passed.
@@ -67,8 +67,9 @@ class SpeedMerge:
         self.finalized_upto = self.max_event_time
 
 
-def ingest_writer(p: Pipeline, checkpoint: Path) -> Any:
-    """foreachBatch sink of the ``ingest`` query: bronze and quarantine, each exactly once."""
+def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None]) -> Any:
+    """foreachBatch sink of the ``ingest`` query: quarantine, then bronze, each exactly once from its
+    floor (``lineage.ingest_floors``: the order is what a new lineage's floors rely on)."""
     from spark_jobs.io import lineage
     from spark_jobs.io.delta_io import idempotent_append
     from spark_jobs.transforms.parse import quarantined, valid_events
@@ -84,9 +85,10 @@ def ingest_writer(p: Pipeline, checkpoint: Path) -> Any:
                         quarantine=naming.txn_app_id(p.name, "quarantine", qid))
         df = df.persist()
         try:
-            bronze = valid_events(df).withColumn("event_date", F.to_date("event_time"))
+            idempotent_append(quarantined(lineage.from_floor(df, floors.get("quarantine"))),
+                              naming.table("quarantine", p.name), apps["quarantine"], batch_id)
+            bronze = valid_events(lineage.from_floor(df, floors.get("ingest"))).withColumn("event_date", F.to_date("event_time"))
             idempotent_append(bronze, naming.table("bronze", p.name), apps["bronze"], batch_id)
-            idempotent_append(quarantined(df), naming.table("quarantine", p.name), apps["quarantine"], batch_id)
         finally:
             df.unpersist()
 

@@ -4,7 +4,7 @@ bronze, quarantine, the speed table and the query's own ``ops.stream_progress`` 
 Roles (``ingest``, ``speed``): the main job has both, a Kappa replay only ``speed``. Per micro-batch,
 one job over the cached records answers every count; then two threads write side by side:
 
-1. ingest (a thread of its own): valid events -> ``bronze.<p>``, unusable records -> ``quarantine.<p>``;
+1. ingest (a thread of its own): unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``;
 2. speed (the calling thread, so that fresh windows are visible as early as possible): events behind
    the watermark are counted and left out (bronze keeps them); the first copy of every event id
    (``partials.first_copies`` against the valid events within the dedup horizon, kept in memory by
@@ -111,30 +111,34 @@ class StreamBatch:
 
         from spark_jobs.io.lineage import floor_sql
 
-        ingest, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "speed"))
+        ingest, quarantine, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "quarantine", "speed"))
         valid = F.col("reason_code").isNull()
+        unusable = ingest & quarantine & ~valid  # the ones quarantine does not hold yet
         late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
         at = F.struct("kafka_partition", "kafka_offset")
-        return df.agg(F.count_if(ingest).alias("n_ingest"), F.count_if(ingest & ~valid).alias("bad"),
+        return df.agg(F.count_if(ingest).alias("n_ingest"), F.count_if(unusable).alias("bad"),
                       F.first(F.when(ingest & valid, at), ignorenulls=True).alias("valid_at"),
-                      F.first(F.when(ingest & ~valid, at), ignorenulls=True).alias("bad_at"),
+                      F.first(F.when(unusable, at), ignorenulls=True).alias("bad_at"),
                       F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late_if).alias("late"),
                       F.min(F.when(speed & valid & ~late_if, F.col("event_time"))).alias("lo"),
                       F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
-        """Valid events -> bronze, unusable records -> quarantine (run beside the speed role)."""
+        """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).
+        The order is what a new lineage's floors rely on (``lineage.ingest_floors``)."""
         from pyspark.sql import functions as F
 
         from spark_jobs.io.delta_io import tagged_append
+        from spark_jobs.io.lineage import from_floor
         from spark_jobs.transforms.parse import quarantined, valid_events
 
         done = self.done or set()
+        if bad and "quarantine" not in done:  # an empty append would still cost a commit
+            tagged_append(quarantined(from_floor(records, self.floors.get("quarantine"))),
+                          naming.table("quarantine", self.p.name), self.tag(batch_id))
         if "bronze" not in done:
             tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
                           naming.table("bronze", self.p.name), self.tag(batch_id))
-        if bad and "quarantine" not in done:  # an empty append would still cost a commit
-            tagged_append(quarantined(records), naming.table("quarantine", self.p.name), self.tag(batch_id))
 
     def step(self, name: str) -> None:
         now = time.monotonic()

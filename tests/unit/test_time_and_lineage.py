@@ -99,3 +99,16 @@ def test_quality_gate_fails_closed_without_the_expectations_package() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode != 0 and "PUBLISHED WITHOUT AUDIT" not in proc.stdout
     assert "ModuleNotFoundError" in proc.stderr or "ImportError" in proc.stderr
+
+
+def test_ingest_floors_never_skip_a_record_of_a_micro_batch_cut_between_its_two_commits() -> None:
+    # a kill -9 after quarantine's commit and before bronze's (the order StreamBatch.ingest writes in):
+    # bronze resumes after ITS last offset, not after quarantine's, or records 11..15 would be lost
+    floors = lineage.ingest_floors({"0": 11, "1": 40}, {"0": 16})
+    assert floors == {"ingest": {"0": 11, "1": 40}, "quarantine": {"0": 16, "1": 40}}
+    assert json.loads(lineage.starting_json("t", [0, 1, 2], list(floors.values()))) == {"t": {"0": 11, "1": 40, "2": -2}}
+    # quarantine behind bronze (its micro-batch had no unusable record in partition 0): quarantine
+    # holds every unusable record below bronze's floor, so it starts there too, and never re-writes one
+    assert lineage.ingest_floors({"0": 101}, {"0": 51}) == {"ingest": {"0": 101}, "quarantine": {"0": 101}}
+    assert lineage.ingest_floors(None, None) == {"ingest": None, "quarantine": None}
+    assert lineage.ingest_floors(None, {"2": 7}) == {"ingest": None, "quarantine": {"2": 7}}
