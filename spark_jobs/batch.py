@@ -1,7 +1,8 @@
 """Batch layer: exact windows from bronze, computed into staging, then published atomically.
 
-``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id over the whole
-history and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
+``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id (full runs: over
+the whole history; incremental runs: only the events the touched windows need, each against its
+own id's copies) and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
 event time in the snapshot minus the pipeline's allowed lateness; only windows ending at or
 before it are kept. Full mode stages every window; incremental mode (default, once a run has been
 published) stages only windows touched by bronze rows added since the last published run's
@@ -105,23 +106,28 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
         raise bronze_empty(p)
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     last = None if full else batch_runs.last_published(spark, p.name)
-    history = snapshot.transform(dedup_history(p))
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    deletes = None
+    deletes, cached = None, []
     if last is None:
         mode, previous = "full", None
-        upserts = incremental.all_windows(p, history, cutoff)
+        upserts = incremental.all_windows(p, snapshot.transform(dedup_history(p)), cutoff)
     else:
         mode, previous = "incremental", int(last["bronze_version"])
         cutoff = max(cutoff, last["cutoff"])
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
-                      else snapshot.limit(0))
+                      else snapshot.limit(0)).persist()
+        needed = incremental.needed_events(p, snapshot, new_events, last["cutoff"]).persist()
+        cached += [new_events, needed]
+        history = incremental.first_copies_among(p, needed, snapshot)
         upserts = incremental.recompute(p, history, new_events, last["cutoff"], cutoff)
         if p.window.type == "session":
             upserts = upserts.persist()
+            cached.append(upserts)
             deletes = incremental.superseded_sessions(p, spark.table(naming.table("batch", p.name)), upserts)
     staging = naming.staging_table("batch", p.name)
     staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
+    for df in cached:
+        df.unpersist()
     counts = {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
     batch_runs.supersede_staged(spark, p.name)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,

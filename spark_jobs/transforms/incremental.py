@@ -1,7 +1,10 @@
 """Which windows an incremental batch run must recompute, as pure DataFrame functions.
 
-Inputs are bronze-shaped, deduplicated events: ``history`` (every event in the bronze snapshot)
-and ``new_events`` (rows added to bronze since the last published run, late ones included).
+Inputs are bronze-shaped, deduplicated events: ``history`` (the events of the bronze snapshot,
+at least the ``needed_events`` ones) and ``new_events`` (rows added to bronze since the last
+published run, late ones included). The cost follows the change, not the history: the job narrows
+bronze to ``needed_events`` first (a broadcast join, no shuffle), and deduplicates only those, each
+against the copies of its own id anywhere in bronze (``first_copies_among``).
 
 * Tumbling / sliding windows: a window must be recomputed when a new event falls into it, or when
   it became complete since the last run (``old_cutoff < window_end <= new_cutoff``). Events are
@@ -75,18 +78,49 @@ def window_buckets(p: Pipeline, windows: DataFrame) -> DataFrame:
     return windows.select(*p.keys, F.explode(F.sequence(first, last)).alias(BUCKET)).distinct()
 
 
+def needed_events(p: Pipeline, events: DataFrame, new_events: DataFrame, old_cutoff: datetime) -> DataFrame:
+    """The events that a run's touched or newly completed windows are computed from.
+
+    Tumbling/sliding: events in a bucket of a touched window's key, or late enough to fall in a
+    window ending after ``old_cutoff`` (a broadcast join: no shuffle of ``events``). Sessions: every
+    event of a key that has a new event or had a session open at ``old_cutoff``."""
+    from pyspark.sql import functions as F
+
+    if p.window.type == "session":
+        open_at_cutoff = events.where(F.col("event_time") > ts_literal(old_cutoff)
+                                      - F.expr(f"INTERVAL {p.window.gap_seconds} SECONDS")).select(*p.keys)
+        keys = new_events.select(*p.keys).union(open_at_cutoff).distinct()
+        return events.join(F.broadcast(keys), list(p.keys), "left_semi")
+    needed = window_buckets(p, touched_windows(p, new_events)).withColumn("_needed", F.lit(True))
+    since = F.col("event_time") >= ts_literal(old_cutoff) - F.expr(f"INTERVAL {p.window.size_seconds} SECONDS")
+    return (events.withColumn(BUCKET, bucket_of(p, F.col("event_time")))
+            .join(F.broadcast(needed), [*p.keys, BUCKET], "left")
+            .where(F.col("_needed").isNotNull() | since).drop(BUCKET, "_needed"))
+
+
+def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataFrame:
+    """The ``rows`` that are the first copy of their event id among ALL ``events`` (the batch rule,
+    ``windows.dedup_history``), without deduplicating ``events``: only the copies of the ids in
+    ``rows`` are looked up (a broadcast semi join) and ranked. ``rows`` should be cached."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.transforms.windows import dedup_history
+
+    position = ["kafka_partition", "kafka_offset"]
+    ids = F.broadcast(rows.select(p.event_id).distinct())
+    copies = events.select(p.event_id, "kafka_timestamp", *position).join(ids, p.event_id, "left_semi")
+    firsts = copies.transform(dedup_history(p)).select(*position)
+    return rows.join(firsts, position, "left_semi")
+
+
 def recompute_fixed_windows(p: Pipeline, history: DataFrame, new_events: DataFrame,
                             old_cutoff: datetime, new_cutoff: datetime) -> DataFrame:
-    """Tumbling/sliding: exact rows of every touched or newly completed window (window_end <= cutoff)."""
+    """Tumbling/sliding: exact rows of every touched or newly completed window (window_end <= cutoff).
+    ``history``: deduplicated events, at least ``needed_events`` of them."""
     from pyspark.sql import functions as F
 
     touched = touched_windows(p, new_events)
-    needed = window_buckets(p, touched).withColumn("_needed", F.lit(True))
-    since = F.col("event_time") >= ts_literal(old_cutoff) - F.expr(f"INTERVAL {p.window.size_seconds} SECONDS")
-    candidates = (history.withColumn(BUCKET, bucket_of(p, F.col("event_time")))
-                  .join(F.broadcast(needed), [*p.keys, BUCKET], "left")
-                  .where(F.col("_needed").isNotNull() | since).drop(BUCKET, "_needed"))
-    rows = candidates.transform(windowed_aggregate(p, streaming=False))
+    rows = needed_events(p, history, new_events, old_cutoff).transform(windowed_aggregate(p, streaming=False))
     marked = rows.join(touched.withColumn("_touched", F.lit(True)), list(p.grain), "left")
     keep = (F.col("_touched").isNotNull() | (F.col("window_end") > ts_literal(old_cutoff))) & (
         F.col("window_end") <= ts_literal(new_cutoff))
@@ -98,11 +132,7 @@ def recompute_sessions(p: Pipeline, history: DataFrame, new_events: DataFrame,
     """Sessions: recompute affected keys; keep sessions holding a new event or newly completed."""
     from pyspark.sql import functions as F
 
-    gap = p.window.gap_seconds
-    open_at_cutoff = history.where(
-        F.col("event_time") > ts_literal(old_cutoff) - F.expr(f"INTERVAL {gap} SECONDS")).select(*p.keys)
-    keys = new_events.select(*p.keys).union(open_at_cutoff).distinct()
-    sessions = history.join(F.broadcast(keys), list(p.keys), "left_semi").transform(windowed_aggregate(p, streaming=False))
+    sessions = needed_events(p, history, new_events, old_cutoff).transform(windowed_aggregate(p, streaming=False))
     hits = (sessions.alias("s").join(new_events.alias("n"), event_in_window(p, "s", "n"), "left_semi")
             .select(*p.grain).distinct().withColumn("_touched", F.lit(True)))
     marked = sessions.join(hits, list(p.grain), "left")
