@@ -29,6 +29,7 @@ from lakehouse.errors import NothingToDo, TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
+from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,6 +48,20 @@ def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> D
     df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
           .option("endingVersion", upto).table(naming.table("bronze", p.name)))
     return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str, Any] | None:
+    """Rows, latest event time and latest arrival of bronze at ``version``, from its Delta log's file
+    statistics instead of a scan (exact: both columns hold whole milliseconds, which is what Delta's
+    statistics keep); None when the log cannot tell."""
+    from spark_jobs.io.ops_reader import snapshot_stats as log_stats
+    from spark_jobs.io.ops_reader import table_path
+
+    found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
+    if found is None:
+        return None
+    instant = {c: datetime.fromisoformat(found[c]) if found[c] else None for c in ("event_time", "kafka_timestamp")}
+    return {"n": found["num_records"], "top": instant["event_time"], "arrived": instant["kafka_timestamp"]}
 
 
 def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, lateness_seconds: int) -> datetime:
@@ -97,11 +112,15 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     from spark_jobs.transforms.windows import dedup_history
 
     started = time.monotonic()
+    steps = Steps()
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.batch(p),
                      contracts.batch_staging(p), contracts.BATCH_RUNS, contracts.RECONCILIATION)
+    steps.done("tables")
     version, snapshot = bronze_snapshot(spark, p)
-    stats = snapshot.agg(F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top"),
-                         F.max("kafka_timestamp").alias("arrived")).collect()[0]
+    stats = snapshot_stats(cfg, p, version) or snapshot.agg(
+        F.count(F.lit(1)).alias("n"), F.max("event_time").alias("top"), F.max("kafka_timestamp").alias("arrived")
+    ).collect()[0]
+    steps.done("bronze stats")
     if not stats["n"]:
         raise bronze_empty(p)
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
@@ -113,7 +132,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
         upserts = incremental.all_windows(p, snapshot.transform(dedup_history(p)), cutoff)
     else:
         mode, previous = "incremental", int(last["bronze_version"])
-        cutoff = max(cutoff, last["cutoff"])
+        cutoff = max(as_utc(cutoff), as_utc(last["cutoff"]))
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
                       else snapshot.limit(0)).persist()
         needed = incremental.needed_events(p, snapshot, new_events, last["cutoff"]).persist()
@@ -128,13 +147,15 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
     for df in cached:
         df.unpersist()
+    steps.done(f"{mode} windows")
     counts = {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
-    batch_runs.supersede_staged(spark, p.name)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
            "previous_bronze_version": previous, "cutoff": cutoff, "windows_written": counts.get("upsert", 0),
            "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
            "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
-    batch_runs.save(spark, run)
+    batch_runs.save(spark, run, supersede_staged=True)
+    steps.done("run record")
+    steps.report(f"batch: {p.name} stage")
     return run
 
 
@@ -163,14 +184,21 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
         return {**done, "already_published": True}
     run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
+    steps = Steps()
     merge_staged(spark, p, run)
+    steps.done("batch MERGE")
     publish_batch_rows(spark, cfg, p, run)
+    steps.done("serving rows")
     record_ledger(spark, cfg, p, run_id)
+    steps.done("ledger")
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     batch_runs.save(spark, run)
     refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    steps.done("run record + view")
+    steps.report(f"batch: {p.name} publish")
     return run
+
 
 
 def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str:

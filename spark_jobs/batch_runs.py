@@ -41,17 +41,21 @@ def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
     return last["cutoff"] if last else None
 
 
-def save(spark: SparkSession, row: dict[str, Any]) -> None:
-    """Insert or replace the run's row (keyed on run_id)."""
-    from spark_jobs.io.delta_io import merge_upsert
+def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = False) -> None:
+    """Insert or replace the run's row (keyed on run_id); with ``supersede_staged``, in the same
+    commit, every other ``staged`` run of its pipeline becomes ``superseded`` (a newly staged run)."""
+    from delta.tables import DeltaTable
 
     full = {c: row.get(c) for c in contracts.BATCH_RUNS.column_names}
     schema = ", ".join(f"`{c}` {t}" for c, t in contracts.BATCH_RUNS.columns)
-    merge_upsert(spark, spark.createDataFrame([full], schema), TABLE, ["run_id"])
-
-
-def supersede_staged(spark: SparkSession, pipeline: str) -> None:
-    spark.sql(f"UPDATE {TABLE} SET status = 'superseded' WHERE pipeline = '{pipeline}' AND status = 'staged'")
+    merge = (DeltaTable.forName(spark, TABLE).alias("t").merge(spark.createDataFrame([full], schema).alias("s"),
+                                                               "t.run_id = s.run_id")
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll())
+    if supersede_staged:
+        pipeline = str(row["pipeline"]).replace("'", "")
+        merge = merge.whenNotMatchedBySourceUpdate(condition=f"t.pipeline = '{pipeline}' AND t.status = 'staged'",
+                                                   set={"status": "'superseded'"})
+    merge.execute()
 
 
 def already_published(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any] | None:

@@ -21,14 +21,16 @@ def table_path(cfg: TidewaterConfig, table: str) -> Path:
     return naming.warehouse_dir(cfg) / f"{db}.db" / name
 
 
-def _replay_log(path: Path, on_action: Any) -> None:
+def _replay_log(path: Path, on_action: Any, upto: int | None = None) -> bool:
     """Feed every action of the table's log (newest checkpoint, then later JSON commits) to
-    ``on_action``, in commit order."""
+    ``on_action``, in commit order; with ``upto``, only the log of version ``upto``. Returns whether
+    the commits replayed were contiguous up to the last one (or to ``upto``)."""
     log = path / "_delta_log"
     if not log.is_dir():
-        return
+        return upto is None
     start = 0
-    checkpoints = sorted(log.glob("*.checkpoint.parquet"))
+    checkpoints = [c for c in sorted(log.glob("*.checkpoint.parquet"), key=lambda c: int(c.name.split(".")[0]))
+                   if upto is None or int(c.name.split(".")[0]) <= upto]
     if checkpoints:
         import pyarrow.parquet as pq
 
@@ -37,10 +39,51 @@ def _replay_log(path: Path, on_action: Any) -> None:
         columns = [c for c in ("add", "txn") if c in pq.read_schema(newest).names]
         for row in pq.read_table(newest, columns=columns).to_pylist():
             on_action({k: v for k, v in row.items() if v})
-    for commit in sorted(log.glob("*.json")):
-        if int(commit.stem) >= start:
+    expected = start
+    for commit in sorted(log.glob("*.json"), key=lambda c: int(c.stem)):
+        version = int(commit.stem)
+        if version >= start and (upto is None or version <= upto):
+            if version != expected:
+                return False
+            expected += 1
             for line in commit.read_text().splitlines():
                 on_action(json.loads(line))
+    return upto is None or expected == upto + 1
+
+
+def snapshot_stats(path: Path, version: int, columns: list[str]) -> dict[str, Any] | None:
+    """``num_records`` and the largest value of each of ``columns`` (as Delta's file statistics
+    store them: ISO text for timestamps) of a Delta table at ``version``, from its log: no scan.
+    None when the log cannot tell (a live file without statistics, a gap in the log)."""
+    files: dict[str, Any] = {}
+
+    def on_action(action: dict[str, Any]) -> None:
+        if "add" in action:
+            files[action["add"]["path"]] = action["add"].get("stats")
+        elif "remove" in action:
+            files.pop(action["remove"]["path"], None)
+
+    if not _replay_log(path, on_action, upto=version):
+        return None
+    out: dict[str, Any] = {"num_records": 0, **{c: None for c in columns}}
+    for stats_text in files.values():
+        stats = json.loads(stats_text) if stats_text else {}
+        if "numRecords" not in stats:
+            return None
+        out["num_records"] += int(stats["numRecords"])
+        for c in columns:
+            top = stats.get("maxValues", {}).get(c)
+            if top is None and stats["numRecords"] > stats.get("nullCount", {}).get(c, 0):
+                return None
+            if top is not None and (out[c] is None or _instant(top) > _instant(out[c])):
+                out[c] = top
+    return out
+
+
+def _instant(text: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text)
 
 
 def live_files(path: Path) -> list[Path]:

@@ -101,6 +101,17 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
 
     incremental = table_rows(spark, p)
     assert incremental == exact_sensor_windows(sent, third["cutoff"])
+    # the run read bronze's row count, latest event time and latest arrival from the Delta log's file
+    # statistics (no scan): the same facts a scan of that version finds
+    from spark_jobs.io.delta_io import table_version
+
+    version = table_version(spark, "bronze.sensor_readings")
+    scanned = spark.sql("SELECT count(*) AS n, unix_millis(max(event_time)) AS top, unix_millis(max(kafka_timestamp)) AS arrived"
+                        " FROM bronze.sensor_readings").collect()[0]
+    from_log = batch.snapshot_stats(cfg, p, version)
+    assert from_log is not None
+    assert (from_log["n"], int(from_log["top"].timestamp() * 1000), int(from_log["arrived"].timestamp() * 1000)) == (
+        scanned["n"], scanned["top"], scanned["arrived"])
     full = batch.run(spark, cfg, p, full=True)
     assert full["mode"] == "full"
     assert table_rows(spark, p) == incremental
