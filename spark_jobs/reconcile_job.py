@@ -23,6 +23,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
 
     from lakehouse.speed_versions import active_version
     from spark_jobs.io.delta_io import merge_upsert
+    from spark_jobs.transforms import incremental
     from spark_jobs.transforms.reconcile import ledger_rows
 
     contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p))
@@ -35,6 +36,8 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     version = staged.select("bronze_version").collect()[0][0]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
+    if p.window.type != "session":  # only the events of the staged windows (late ones may span the history)
+        raw = incremental.in_windows(p, raw, staged.select(*p.grain))
     speed_version = active_version(cfg, p.name)
     speed_table = naming.speed_table(p.name, speed_version)
     contracts.ensure(spark, contracts.speed(p, speed_version))

@@ -91,11 +91,19 @@ def needed_events(p: Pipeline, events: DataFrame, new_events: DataFrame, old_cut
                                       - F.expr(f"INTERVAL {p.window.gap_seconds} SECONDS")).select(*p.keys)
         keys = new_events.select(*p.keys).union(open_at_cutoff).distinct()
         return events.join(F.broadcast(keys), list(p.keys), "left_semi")
-    needed = window_buckets(p, touched_windows(p, new_events)).withColumn("_needed", F.lit(True))
     since = F.col("event_time") >= ts_literal(old_cutoff) - F.expr(f"INTERVAL {p.window.size_seconds} SECONDS")
+    return in_windows(p, events, touched_windows(p, new_events), or_where=since)
+
+
+def in_windows(p: Pipeline, events: DataFrame, windows: DataFrame, or_where: Column | None = None) -> DataFrame:
+    """Tumbling/sliding: the events in a bucket of one of ``windows`` (``keys``, ``window_start``,
+    ``window_end``) of the same key, or matching ``or_where``: a broadcast join, no shuffle of ``events``."""
+    from pyspark.sql import functions as F
+
+    needed = window_buckets(p, windows).withColumn("_needed", F.lit(True))
+    keep = F.col("_needed").isNotNull() if or_where is None else F.col("_needed").isNotNull() | or_where
     return (events.withColumn(BUCKET, bucket_of(p, F.col("event_time")))
-            .join(F.broadcast(needed), [*p.keys, BUCKET], "left")
-            .where(F.col("_needed").isNotNull() | since).drop(BUCKET, "_needed"))
+            .join(F.broadcast(needed), [*p.keys, BUCKET], "left").where(keep).drop(BUCKET, "_needed"))
 
 
 def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataFrame:

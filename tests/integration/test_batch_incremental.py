@@ -61,6 +61,14 @@ def sensor(i: int, sid: str, ms: int, temp: float) -> dict:
     return {"event_id": f"r{i}", "sensor_id": sid, "timestamp": ms, "temperature": temp}
 
 
+def copies_per_window(events: list[dict]) -> dict:
+    """(window_key, window_start) -> bronze rows minus distinct event ids in that window."""
+    rows: dict = defaultdict(list)
+    for e in events:
+        rows[(f'{{"sensor_id":"{e["sensor_id"]}"}}', T0 + timedelta(minutes=e["timestamp"] // 60_000))].append(e["event_id"])
+    return {k: len(ids) - len(set(ids)) for k, ids in rows.items()}
+
+
 def exact_sensor_windows(events: list[dict], cutoff: datetime) -> dict:
     by_id: dict = {}  # the first copy to arrive (then the lower offset: the earlier append) wins
     for e in sorted(events, key=lambda e: e.get("_arrived_ms", e["timestamp"])):
@@ -98,6 +106,12 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     send([sensor(2000, "s1", 90_000, 39.0), sensor(2001, "s9", 60_500, 1.0), copy] + sent[:5])
     third = batch.run(spark, cfg, p)
     assert third["mode"] == "incremental" and third["windows_written"] >= 2
+    # the run's ledger rows count every copy in bronze against the distinct ids, window by window
+    ledger = {(r["window_key"], r["window_start"]): r["duplicates_removed"] for r in spark.table(
+        "ops.reconciliation").where(f"run_id = '{third['run_id']}'").collect()}
+    assert len(ledger) == third["windows_written"]
+    assert ledger == {k: v for k, v in copies_per_window(sent).items() if k in ledger}
+    assert any(ledger.values()), "the re-sent duplicates fall into some of the run's windows"
 
     incremental = table_rows(spark, p)
     assert incremental == exact_sensor_windows(sent, third["cutoff"])
