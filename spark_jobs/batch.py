@@ -189,7 +189,7 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     steps.done("batch MERGE")
     publish_batch_rows(spark, cfg, p, run)
     steps.done("serving rows")
-    record_ledger(spark, cfg, p, run_id)
+    record_ledger(spark, cfg, p, run_id, incremental_run=run["mode"] == "incremental")
     steps.done("ledger")
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> int:
+def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str, incremental_run: bool = True) -> int:
+    """The run's ``ops.reconciliation`` rows (speed vs batch per window and aggregate); returns the windows."""
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version
@@ -36,7 +37,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     version = staged.select("bronze_version").collect()[0][0]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
-    if p.window.type != "session":  # only the events of the staged windows (late ones may span the history)
+    if incremental_run and p.window.type != "session":  # the staged windows' events (late ones span the history)
         raw = incremental.in_windows(p, raw, staged.select(*p.grain))
     speed_version = active_version(cfg, p.name)
     speed_table = naming.speed_table(p.name, speed_version)
