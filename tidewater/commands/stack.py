@@ -92,7 +92,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = config_from(args)
-    rows = [svc.status(cfg) for svc in _services() if getattr(svc, "enabled", lambda c: True)(cfg)]
+    rows = [row for svc in _services() if getattr(svc, "enabled", lambda c: True)(cfg)
+            for row in getattr(svc, "status_rows", lambda c: [svc.status(c)])(cfg)]  # kafka: a row per broker
     if getattr(args, "json", False):
         print(json.dumps(rows, indent=2, default=str))
     else:
