@@ -20,7 +20,7 @@ from lakehouse.errors import ServiceError
 
 MAIN_CLASS = "kafka.Kafka"
 __all__ = ["kafka_home", "server_properties", "start", "stop", "healthy", "status", "status_rows",
-           "start_node", "stop_node", "node_process"]
+           "start_node", "stop_node", "node_process", "under_replicated"]
 
 
 def node_process(cfg: TidewaterConfig, node_id: int = 1) -> ManagedProcess:
@@ -147,6 +147,20 @@ def status_rows(cfg: TidewaterConfig) -> list[dict[str, object]]:
             row["role"] = "broker+controller" if n.voter else "broker"
         rows.append(row)
     return rows
+
+
+def under_replicated(cfg: TidewaterConfig, topics: list[str] | None = None) -> list[str]:
+    """``topic/partition`` of every partition whose in-sync replicas are fewer than its replicas (all
+    topics, or ``topics``): a rolling restart waits for none before it stops the next broker."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=10000)
+    try:
+        described = admin.describe_topics(topics)
+    finally:
+        admin.close()
+    return [f"{t['name']}/{p['partition_index']}" for t in described for p in t["partitions"]
+            if set(p["isr_nodes"]) != set(p["replica_nodes"]) or p["leader_id"] < 0]
 
 
 def _kafka_version() -> str:
