@@ -80,11 +80,14 @@ def _start_nodes(cfg: TidewaterConfig, todo: list[Node], timeout: float) -> None
 def stop(cfg: TidewaterConfig) -> bool:
     """Stop every local broker, all at once: each JVM shuts its broker down before its controller, so
     the brokers' controlled shutdowns still find a quorum (stopped one by one, the last voters wait
-    for a quorum that is gone until the SIGKILL timeout)."""
+    for a quorum that is gone until the SIGKILL timeout). Brokers started under another
+    ``kafka.brokers`` (their PID files) are stopped too."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=len(nodes(cfg))) as pool:
-        return any(list(pool.map(lambda n: stop_node(cfg, n.node_id), nodes(cfg))))
+    names = {n.name for n in nodes(cfg)} | {p.stem for p in naming.run_dir(cfg).glob("kafka*.pid")}
+    procs = [ManagedProcess(name, naming.run_dir(cfg), naming.logs_dir(cfg)) for name in sorted(names)]
+    with ThreadPoolExecutor(max_workers=len(procs)) as pool:
+        return any(list(pool.map(lambda proc: proc.stop(timeout=60), procs)))
 
 
 def stop_node(cfg: TidewaterConfig, node_id: int, sig: int = signal.SIGTERM, timeout: float = 60) -> bool:
