@@ -34,6 +34,8 @@ logger.kafka.name = kafka
 logger.kafka.level = WARN
 logger.apache.name = org.apache.kafka
 logger.apache.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
 """
 
 
