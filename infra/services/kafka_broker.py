@@ -20,7 +20,7 @@ from lakehouse.errors import ServiceError
 
 MAIN_CLASS = "kafka.Kafka"
 __all__ = ["kafka_home", "server_properties", "start", "stop", "healthy", "status", "status_rows",
-           "start_node", "stop_node", "node_process", "under_replicated"]
+           "start_node", "stop_node", "node_process", "under_replicated", "listening"]
 
 
 def node_process(cfg: TidewaterConfig, node_id: int = 1) -> ManagedProcess:
@@ -104,11 +104,20 @@ def _node_healthy(cfg: TidewaterConfig, n: Node) -> bool:
     return ids is not None and (cfg.kafka.brokers == 1 or n.node_id in ids)
 
 
+def listening(bootstrap: str, timeout: float = 3) -> bool:
+    """Some ``host:port`` of a comma-separated bootstrap list accepts TCP connections."""
+    servers = [s.strip().rpartition(":") for s in bootstrap.split(",")]
+    return any(port.isdigit() and port_open(host.strip("[]"), int(port), timeout) for host, _, port in servers)
+
+
 def _broker_ids(bootstrap: str) -> set[int] | None:
+    """The broker ids in the cluster's metadata, as a broker of ``bootstrap`` reports them; None if none answers."""
+    if not listening(bootstrap, 1):
+        return None
     try:
         from kafka import KafkaAdminClient
 
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, bootstrap_timeout_ms=5000)
         try:
             return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
         finally:

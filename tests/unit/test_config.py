@@ -143,3 +143,29 @@ def test_config_show_prints_effective_values(tmp_path: Path) -> None:
                          capture_output=True, text=True, env={"PATH": "/usr/bin", "TIDEWATER_MODE": "kappa"})
     assert out.returncode == 0, out.stderr
     assert "partitions: 6" in out.stdout and "mode: kappa" in out.stdout
+
+
+def test_a_log_made_for_another_quorum_is_refused(tmp_path: Path) -> None:
+    from infra.services.kafka_nodes import nodes, prepare
+    from lakehouse.errors import ServiceError
+
+    text = f"data_dir: {tmp_path / 'd'}\nkafka: {{brokers: 3}}\n"
+    three = load_config(_write(tmp_path, text), env={})
+    (three.data_dir / "kafka" / "log").mkdir(parents=True)
+    (three.data_dir / "kafka" / "log" / "meta.properties").write_text("node.id=1\n")  # a single node's log
+    with pytest.raises(ServiceError, match=r"made for 1 broker\(s\), kafka.brokers is 3; set kafka.brokers back or delete"):
+        prepare(three, nodes(three))
+
+
+def test_external_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
+    from infra.services import kafka_broker
+    from infra.services.process import free_port
+    from lakehouse.errors import ServiceError
+
+    cfg = load_config(_write(tmp_path, f"data_dir: {tmp_path / 'd'}\n"),
+                      env={"TIDEWATER_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}"})
+    with pytest.raises(ServiceError, match="no broker of kafka.bootstrap_servers .* answers; check that cluster or unset"):
+        kafka_broker.start(cfg, timeout=1)
+    assert not (cfg.data_dir / "kafka").exists(), "no local broker was set up"
+    assert kafka_broker.status_rows(cfg) == [{"service": "kafka", "pid": None, "address": cfg.kafka.bootstrap,
+                                              "healthy": False, "external": True}]
