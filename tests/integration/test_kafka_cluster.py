@@ -63,7 +63,8 @@ def flowing(stack: TidewaterConfig) -> Iterator[tuple[TidewaterConfig, Any, Even
         stop_speed(cfg, p)
 
 
-def _leader(cfg: TidewaterConfig, partition: int) -> int:
+def _partitions(cfg: TidewaterConfig) -> dict[int, tuple[int, list[int]]]:
+    """partition -> (leader, replicas) of the pipeline's topic, as the cluster reports them."""
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=10000)
@@ -71,7 +72,12 @@ def _leader(cfg: TidewaterConfig, partition: int) -> int:
         (topic,) = admin.describe_topics([TOPIC])
     finally:
         admin.close()
-    return int(next(part["leader_id"] for part in topic["partitions"] if part["partition_index"] == partition))
+    return {int(part["partition_index"]): (int(part["leader_id"]), list(part["replica_nodes"]))
+            for part in topic["partitions"]}
+
+
+def _leader(cfg: TidewaterConfig, partition: int) -> int:
+    return _partitions(cfg)[partition][0]
 
 
 def _committed(cfg: TidewaterConfig) -> int:
@@ -127,7 +133,9 @@ def test_three_brokers_with_replicated_topics(flowing: tuple[TidewaterConfig, An
     assert quorum_leader(cfg) in (1, 2, 3)
     settings = topic_config(cfg, TOPIC)
     assert settings["min.insync.replicas"] == "2" and settings["unclean.leader.election.enable"] == "false", settings
-    assert {_leader(cfg, part) for part in range(cfg.kafka.partitions)} <= {1, 2, 3}
+    parts = _partitions(cfg)
+    assert sorted(parts) == list(range(cfg.kafka.partitions))
+    assert all(sorted(replicas) == [1, 2, 3] and leader in replicas for leader, replicas in parts.values()), parts
     assert not kafka_broker.under_replicated(cfg)  # every topic, the internal ones too: replication 3, all in sync
 
 
