@@ -89,16 +89,20 @@ def _committed(cfg: TidewaterConfig) -> int:
 
 
 def _stream_goes_on(cfg: TidewaterConfig, p: Any, seconds: float, what: str) -> None:
-    """The speed job stays up and, within ``seconds`` or the next 120 s (a micro-batch takes several
-    seconds on 2 busy cores), commits a new micro-batch while the caller keeps the failure in place."""
+    """While the caller keeps a failure in place, the speed job stays up and, after ``seconds`` (long
+    enough for the cluster to fence a killed broker), still commits new micro-batches: not just the
+    one that was in flight when the failure struck. Prints when the first one after the failure came."""
     from infra.services.process import wait_until
     from spark_jobs.speed_control import speed_process
 
-    before = _committed(cfg)
-    time.sleep(seconds)
-    proc = speed_process(cfg, p)
-    assert wait_until(lambda: _committed(cfg) > before or not proc.running(), 120, 1) and proc.running(), \
-        f"the stream committed no micro-batch {what}:\n{proc.tail(30)}"
+    before, started, proc = _committed(cfg), time.monotonic(), speed_process(cfg, p)
+    if wait_until(lambda: _committed(cfg) > before or not proc.running(), seconds, 0.5):
+        print(f"first micro-batch {time.monotonic() - started:.1f}s after the failure {what}")
+    time.sleep(max(0.0, started + seconds - time.monotonic()))
+    steady = _committed(cfg)
+    assert wait_until(lambda: _committed(cfg) > steady or not proc.running(), 120, 1) and proc.running(), \
+        f"the stream committed no micro-batch {seconds:.0f}s or later {what}:\n{proc.tail(30)}"
+    print(f"a micro-batch committed {time.monotonic() - started:.1f}s after the failure {what}")
 
 
 def _back(cfg: TidewaterConfig, node_id: int) -> None:
@@ -106,17 +110,24 @@ def _back(cfg: TidewaterConfig, node_id: int) -> None:
     from infra.services import kafka_broker
     from infra.services.process import wait_until
 
+    started = time.monotonic()
     kafka_broker.start_node(cfg, node_id)
+    up = time.monotonic() - started
     assert wait_until(lambda: not kafka_broker.under_replicated(cfg, [TOPIC]), 120, 1), \
         f"partitions still under-replicated: {kafka_broker.under_replicated(cfg, [TOPIC])}"
+    print(f"broker {node_id}: healthy {up:.1f}s after its start, all replicas in sync after {time.monotonic() - started:.1f}s")
 
 
 def _exactly_once(spark: SparkSession, cfg: TidewaterConfig, p: Any, producer: EventProducer) -> None:
     from spark_jobs.speed_control import speed_process, wait_caught_up
 
+    started = time.monotonic()
     with producer.paused_and_flushed():
         assert wait_caught_up(cfg, p, timeout=300), f"speed job did not catch up:\n{speed_process(cfg, p).tail(40)}"
+        caught_up = time.monotonic() - started
         assert_exactly_once(spark, cfg, producer)
+    print(f"{len(producer.valid)} valid records sent: caught up in {caught_up:.1f}s, checked in "
+          f"{time.monotonic() - started - caught_up:.1f}s")
     assert len(producer.valid) > 500, "events really flowed"
 
 
