@@ -23,6 +23,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_BOOTSTRAP": "kafka.bootstrap_servers",
     "TIDEWATER_KAFKA_PORT": "kafka.port",
     "TIDEWATER_KAFKA_CONTROLLER_PORT": "kafka.controller_port",
+    "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
@@ -36,6 +37,8 @@ ENV_OVERRIDES = {
 }
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
 _OFFSETS = ("earliest", "latest")
+MAX_BROKERS = 9
+PORT_STRIDE = 2  # broker i (1..N) listens on kafka.port + 2(i-1), its controller on kafka.controller_port + 2(i-1)
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,28 @@ class KafkaConfig:
     retention_ms: int = 604_800_000
     starting_offsets: str = "earliest"
     bootstrap_servers: str = ""
+    brokers: int = 1  # local brokers (KRaft); with bootstrap_servers: the size of that external cluster
+
+    def node_ports(self) -> list[tuple[int, int, int]]:
+        """(node id, client port, controller port) of each local broker: node ids 1..N, ports by
+        ``PORT_STRIDE`` from ``port`` and ``controller_port`` (the defaults give 9092/9093, 9094/9095, …)."""
+        return [(i, self.port + PORT_STRIDE * (i - 1), self.controller_port + PORT_STRIDE * (i - 1))
+                for i in range(1, self.brokers + 1)]
 
     @property
     def bootstrap(self) -> str:
-        return self.bootstrap_servers or f"{self.host}:{self.port}"
+        """The one bootstrap list every client gets: ``bootstrap_servers``, else every local broker."""
+        return self.bootstrap_servers or ",".join(f"{self.host}:{port}" for _, port, _ in self.node_ports())
+
+    @property
+    def replication_factor(self) -> int:
+        """Of every topic Tidewater creates and of Kafka's internal topics."""
+        return min(3, self.brokers)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """An acks=all write needs this many replicas: 2 of 3 survive one broker down without data loss."""
+        return 2 if self.brokers >= 3 else 1
 
 
 @dataclass(frozen=True)
@@ -208,6 +229,7 @@ def _validate(cfg: TidewaterConfig) -> None:
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
+    _validate_brokers(cfg.kafka)
     unknown = sorted(set(cfg.airflow.active) - set(DAGS))
     if unknown:
         raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
@@ -229,6 +251,19 @@ def _validate(cfg: TidewaterConfig) -> None:
             raise ConfigError(f"pipelines.{name}", over, "a mapping of overrides, e.g. {watermark: '5 minutes'}")
     if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
         raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
+
+
+def _validate_brokers(k: KafkaConfig) -> None:
+    if not 1 <= k.brokers <= MAX_BROKERS:
+        raise ConfigError("kafka.brokers", k.brokers, f"an integer from 1 to {MAX_BROKERS} (3 survives one broker down)")
+    ports = k.node_ports()
+    clients, controllers = {p for _, p, _ in ports}, {c for _, _, c in ports}
+    if max(clients | controllers) > 65535:
+        raise ConfigError("kafka.port", k.port, f"a port low enough for {k.brokers} brokers ({PORT_STRIDE} apart)")
+    if clients & controllers:
+        raise ConfigError("kafka.controller_port", k.controller_port,
+                          f"a port whose series (+{PORT_STRIDE} per broker) misses the broker ports "
+                          f"{', '.join(map(str, sorted(clients)))}, e.g. kafka.port + 1")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> TidewaterConfig:

@@ -26,11 +26,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def isolated_env() -> Iterator[dict[str, str]]:
-    """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs."""
+def isolated_env(extra: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """A temp data folder and free ports (a block of them for Kafka: up to 3 brokers), exported as
+    ``TIDEWATER_*`` while the block runs, with ``extra`` variables (e.g. ``TIDEWATER_KAFKA_BROKERS``)."""
     from tidewater.isolated_stack import isolated_env as tidewater_isolated_env
 
-    with tidewater_isolated_env("tidewater-test-", keep=os.environ.get("TIDEWATER_KEEP_TEST_DATA") == "1") as env:
+    keep = os.environ.get("TIDEWATER_KEEP_TEST_DATA") == "1"
+    with tidewater_isolated_env("tidewater-test-", extra=extra, keep=keep) as env:
         yield env
 
 

@@ -21,19 +21,21 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
-PORT_VARS = ("TIDEWATER_KAFKA_PORT", "TIDEWATER_KAFKA_CONTROLLER_PORT", "TIDEWATER_METASTORE_PORT",
-             "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT", "TIDEWATER_JOB_SERVICE_PORT")
+PORT_VARS = ("TIDEWATER_METASTORE_PORT", "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT", "TIDEWATER_JOB_SERVICE_PORT")
+KAFKA_PORT_BLOCK = 6  # up to 3 brokers: client ports base, base+2, base+4; controllers base+1, base+3, base+5
 
 
 @contextmanager
 def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = False) -> Iterator[dict[str, str]]:
     """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs; the folder
     is deleted afterwards unless ``keep``."""
-    from infra.services.process import free_port
+    from infra.services.process import free_port_block
 
     data = Path(tempfile.mkdtemp(prefix=prefix))
+    kafka = free_port_block(KAFKA_PORT_BLOCK)  # kafka.brokers (config) <= 3 fits; see KafkaConfig.node_ports
     env = {"TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(data),
-           **{var: str(free_port()) for var in PORT_VARS}, **(extra or {})}
+           "TIDEWATER_KAFKA_PORT": str(kafka), "TIDEWATER_KAFKA_CONTROLLER_PORT": str(kafka + 1),
+           **{var: str(_port_outside(kafka)) for var in PORT_VARS}, **(extra or {})}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -46,6 +48,15 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
                 os.environ[key] = value
         if not keep:
             shutil.rmtree(data, ignore_errors=True)
+
+
+def _port_outside(kafka: int) -> int:
+    from infra.services.process import free_port
+
+    port = free_port()
+    while kafka <= port < kafka + KAFKA_PORT_BLOCK:
+        port = free_port()
+    return port
 
 
 @contextmanager

@@ -13,8 +13,10 @@ def topic_retention_ms(cfg: TidewaterConfig) -> int:
 def topic_configs(cfg: TidewaterConfig) -> dict[str, str]:
     """Retention, and record timestamps from the broker's clock (``LogAppendTime``): Tidewater's
     reference for "when did this event arrive" (future-skew check, first-copy-wins dedup) must not
-    come from the producer clock it is checking."""
-    return {"retention.ms": str(topic_retention_ms(cfg)), "message.timestamp.type": "LogAppendTime"}
+    come from the producer clock it is checking. Durability: an acks=all write needs
+    ``min.insync.replicas`` copies (2 of 3 in a cluster), and an out-of-sync replica never becomes leader."""
+    return {"retention.ms": str(topic_retention_ms(cfg)), "message.timestamp.type": "LogAppendTime",
+            "min.insync.replicas": str(cfg.kafka.min_insync_replicas), "unclean.leader.election.enable": "false"}
 
 
 def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None) -> bool:
@@ -30,7 +32,8 @@ def ensure_topic(cfg: TidewaterConfig, topic: str, partitions: int | None = None
             if cfg.mode == "kappa":
                 admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "-1"})])
             return False
-        new = NewTopic(topic, num_partitions=partitions or cfg.kafka.partitions, replication_factor=1,
+        new = NewTopic(topic, num_partitions=partitions or cfg.kafka.partitions,
+                       replication_factor=cfg.kafka.replication_factor,
                        topic_configs=topic_configs(cfg))
         try:
             admin.create_topics([new])

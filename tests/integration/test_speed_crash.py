@@ -2,22 +2,20 @@
 while events keep flowing, restart it each time, stop and start it gracefully once, then check
 every table against what was really sent.
 
-The producer sends ``sensor_readings`` events stamped with the wall clock (so none is later than
-the watermark), one malformed record in 40 and one duplicate (same event id, re-sent) in 25.
+The producer and the check are tests/integration/exactly_once.py's (shared with the broker-failure
+tests in test_kafka_cluster.py).
 """
 
 from __future__ import annotations
 
-import json
 import random
 import signal
-import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.integration.speed_helpers import expected_tumbling, speed_rows
+from tests.integration.exactly_once import PIPELINE, TOPIC, EventProducer, assert_exactly_once
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,42 +25,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
 
-PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
 KILLS = 3
-
-
-class Producer(threading.Thread):
-    """Sends events at about ``rate`` per second until stopped; remembers exactly what it sent."""
-
-    def __init__(self, cfg: TidewaterConfig, rate: float = 100.0) -> None:
-        super().__init__(daemon=True)
-        from kafka import KafkaProducer
-
-        self.producer = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all", linger_ms=5)
-        self.rate, self.stopping = rate, threading.Event()
-        self.valid: list[dict[str, Any]] = []  # every valid record sent, duplicates included
-        self.malformed = 0
-        self.rng = random.Random(20261122)
-
-    def run(self) -> None:
-        i = 0
-        while not self.stopping.is_set():
-            i += 1
-            if i % 40 == 0:
-                self.producer.send(TOPIC, value=b'{"event_id": "broken-%d", "sensor_id": ' % i)
-                self.malformed += 1
-            elif i % 25 == 0 and self.valid:
-                event = self.valid[-self.rng.randrange(1, min(20, len(self.valid)) + 1)]
-                self.producer.send(TOPIC, key=event["sensor_id"].encode(), value=json.dumps(event).encode())
-                self.valid.append(event)
-            else:
-                event = {"event_id": f"k{i:07d}", "sensor_id": f"s-{i % 7}", "timestamp": int(time.time() * 1000),
-                         "temperature": round(self.rng.uniform(-5.0, 35.0), 2)}
-                self.producer.send(TOPIC, key=event["sensor_id"].encode(), value=json.dumps(event).encode())
-                self.valid.append(event)
-            time.sleep(1.0 / self.rate)
-        self.producer.flush(60)
-        self.producer.close()
 
 
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark: SparkSession, stack: TidewaterConfig) -> None:
@@ -79,7 +42,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, TOPIC)
     rng = random.Random(7)
-    producer = Producer(cfg)
+    producer = EventProducer(cfg)
     producer.start()
     trials: list[str] = []
     try:
@@ -110,8 +73,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         start_speed(cfg, p, wait=300)
         time.sleep(8)
     finally:
-        producer.stopping.set()
-        producer.join(120)
+        producer.finish()
     try:
         caught_up = wait_caught_up(cfg, p, timeout=600)
         assert caught_up, (f"speed job did not catch up after the last restart; trials {trials}; lag "
@@ -120,27 +82,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         stop_speed(cfg, p)
     print("\ncrash trials: " + "; ".join(trials))
 
-    sent = producer.valid
-    bronze = spark.table("bronze.sensor_readings")
-    coords = bronze.select("kafka_partition", "kafka_offset")
-    assert bronze.count() == len(sent), "bronze holds every valid Kafka record exactly once (duplicates are records too)"
-    assert coords.distinct().count() == len(sent), "no Kafka record was written twice"
-    by_id: dict[str, int] = {}
-    for r in bronze.groupBy("event_id").count().collect():
-        by_id[r["event_id"]] = r["count"]
-    sent_by_id: dict[str, int] = {}
-    for e in sent:
-        sent_by_id[e["event_id"]] = sent_by_id.get(e["event_id"], 0) + 1
-    assert by_id == sent_by_id
-    assert spark.table("quarantine.sensor_readings").count() == producer.malformed
-
-    expected = expected_tumbling(sent)  # deduplicated on the event id, in plain Python
-    got = speed_rows(spark, "speed.sensor_readings")
-    assert set(got) == set(expected)
-    for key, (count, avg, lo, hi) in expected.items():
-        row = got[key]
-        assert (row.event_count, row.min_temperature, row.max_temperature) == (count, lo, hi), key
-        assert row.avg_temperature == pytest.approx(avg), key
+    assert_exactly_once(spark, cfg, producer)  # every offset once in bronze or quarantine, speed = oracle
 
     # the platform's own facts are exactly once too: one ops.stream_progress row per committed
     # micro-batch of each query lineage, across every kill -9 and restart (none missing, none twice)

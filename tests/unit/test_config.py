@@ -38,6 +38,37 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     assert cfg.kafka.port == 9100
 
 
+def test_brokers_give_ports_bootstrap_list_and_replication(tmp_path: Path) -> None:
+    one = load_config(_write(tmp_path, "{}"), env={})
+    assert (one.kafka.brokers, one.kafka.node_ports(), one.kafka.replication_factor, one.kafka.min_insync_replicas) == (
+        1, [(1, 9092, 9093)], 1, 1)
+    three = load_config(_write(tmp_path, "kafka: {brokers: 2}\n"), env={"TIDEWATER_KAFKA_BROKERS": "3"})
+    assert three.kafka.node_ports() == [(1, 9092, 9093), (2, 9094, 9095), (3, 9096, 9097)]
+    assert three.kafka.bootstrap == "127.0.0.1:9092,127.0.0.1:9094,127.0.0.1:9096"
+    assert (three.kafka.replication_factor, three.kafka.min_insync_replicas) == (3, 2)
+    five = load_config(_write(tmp_path, "kafka: {brokers: 5}\n"), env={"TIDEWATER_KAFKA_BOOTSTRAP": "a:1,b:2"})
+    assert five.kafka.bootstrap == "a:1,b:2" and five.kafka.replication_factor == 3
+
+
+def test_cluster_node_properties(tmp_path: Path) -> None:
+    from infra.services.kafka_nodes import nodes, server_properties
+
+    cfg = load_config(_write(tmp_path, "kafka: {brokers: 4, port: 9100, controller_port: 9101}\n"), env={})
+    four = nodes(cfg)
+    assert [(n.name, n.voter, n.home.name) for n in four] == [
+        ("kafka-1", True, "broker-1"), ("kafka-2", True, "broker-2"), ("kafka-3", True, "broker-3"),
+        ("kafka-4", False, "broker-4")]
+    props = dict(line.split("=", 1) for line in server_properties(cfg, four[3]).splitlines() if line)
+    assert props["process.roles"] == "broker" and props["node.id"] == "4"
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:9101,2@127.0.0.1:9103,3@127.0.0.1:9105"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9106"
+    assert (props["default.replication.factor"], props["offsets.topic.replication.factor"],
+            props["transaction.state.log.replication.factor"], props["min.insync.replicas"],
+            props["transaction.state.log.min.isr"], props["unclean.leader.election.enable"]) == ("3", "3", "3", "2", "2", "false")
+    single = load_config(_write(tmp_path, "{}"), env={})
+    assert nodes(single)[0].home == single.data_dir / "kafka" and nodes(single)[0].name == "kafka"
+
+
 def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, "jvm_options: -Xss4m\n"),
                       env={"TIDEWATER_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 '-Dx=a b'"})
@@ -61,6 +92,11 @@ def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
         ("mode: [\n", {}, "expected valid YAML (parse error at line"),
         ("{}", {"TIDEWATER_JVM_OPTIONS": "TieredStopAtLevel=1"}, "'jvm_options' is 'TieredStopAtLevel=1'; expected JVM flags"),
         ("jvm_options: \"-Da='b\"\n", {}, "expected JVM flags separated by spaces"),
+        ("kafka: {brokers: 0}\n", {}, "'kafka.brokers' is 0; expected an integer from 1 to 9"),
+        ("{}", {"TIDEWATER_KAFKA_BROKERS": "three"}, "'kafka.brokers' is 'three'; expected an integer"),
+        ("kafka: {brokers: 3, port: 9000, controller_port: 9002}\n", {},
+         "'kafka.controller_port' is 9002; expected a port whose series (+2 per broker) misses the broker ports 9000, 9002, 9004"),
+        ("kafka: {brokers: 3, port: 65533}\n", {}, "'kafka.port' is 65533; expected a port low enough for 3 brokers"),
         ("{}", {"TIDEWATER_AIRFLOW_ACTIVE_DAGS": "speed,supervisor"},
          "'airflow.active_dags' is 'speed,supervisor'; expected comma-separated DAG names out of speed, batch"),
     ],
@@ -107,3 +143,29 @@ def test_config_show_prints_effective_values(tmp_path: Path) -> None:
                          capture_output=True, text=True, env={"PATH": "/usr/bin", "TIDEWATER_MODE": "kappa"})
     assert out.returncode == 0, out.stderr
     assert "partitions: 6" in out.stdout and "mode: kappa" in out.stdout
+
+
+def test_a_log_made_for_another_quorum_is_refused(tmp_path: Path) -> None:
+    from infra.services.kafka_nodes import nodes, prepare
+    from lakehouse.errors import ServiceError
+
+    text = f"data_dir: {tmp_path / 'd'}\nkafka: {{brokers: 3}}\n"
+    three = load_config(_write(tmp_path, text), env={})
+    (three.data_dir / "kafka" / "log").mkdir(parents=True)
+    (three.data_dir / "kafka" / "log" / "meta.properties").write_text("node.id=1\n")  # a single node's log
+    with pytest.raises(ServiceError, match=r"made for 1 broker\(s\), kafka.brokers is 3; set kafka.brokers back or delete"):
+        prepare(three, nodes(three))
+
+
+def test_external_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
+    from infra.services import kafka_broker
+    from infra.services.process import free_port
+    from lakehouse.errors import ServiceError
+
+    cfg = load_config(_write(tmp_path, f"data_dir: {tmp_path / 'd'}\n"),
+                      env={"TIDEWATER_KAFKA_BOOTSTRAP": f"127.0.0.1:{free_port()}"})
+    with pytest.raises(ServiceError, match="no broker of kafka.bootstrap_servers .* answers; check that cluster or unset"):
+        kafka_broker.start(cfg, timeout=1)
+    assert not (cfg.data_dir / "kafka").exists(), "no local broker was set up"
+    assert kafka_broker.status_rows(cfg) == [{"service": "kafka", "pid": None, "address": cfg.kafka.bootstrap,
+                                              "healthy": False, "external": True}]

@@ -52,12 +52,11 @@ def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
     """A one-line error, before anything is sent, when no broker answers or the topic cannot be made."""
     from kafka.errors import KafkaError
 
-    from infra.services.process import port_open
+    from infra.services.kafka_broker import listening
     from spark_jobs.io.kafka_admin import ensure_topic
 
     where = f"at {cfg.kafka.bootstrap}; none of the {planned} records was sent"
-    servers = [s.strip().rpartition(":") for s in cfg.kafka.bootstrap.split(",")]
-    if not any(port.isdigit() and port_open(host.strip("[]"), int(port), 3) for host, _, port in servers):
+    if not listening(cfg.kafka.bootstrap):
         raise TidewaterError(f"produce: no Kafka broker answers {where}; start it with 'tidewater up' "
                              "or set kafka.bootstrap_servers")
     try:

@@ -92,7 +92,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = config_from(args)
-    rows = [svc.status(cfg) for svc in _services() if getattr(svc, "enabled", lambda c: True)(cfg)]
+    rows = [row for svc in _services() if getattr(svc, "enabled", lambda c: True)(cfg) for row in _rows(svc, cfg)]
     if getattr(args, "json", False):
         print(json.dumps(rows, indent=2, default=str))
     else:
@@ -101,6 +101,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             extra = "  ".join(f"{k}={v}" for k, v in row.items() if k not in ("service", "healthy", "pid", "log"))
             print(f"{row['service']:<10} {state:<18} pid={row.get('pid') or '-':<8} {extra}")
     return 0 if all(r["healthy"] for r in rows) else 1
+
+
+def _rows(svc: Any, cfg: TidewaterConfig) -> list[dict[str, Any]]:
+    """A service's status rows: Kafka has one per broker (``status_rows``), the others one."""
+    return list(svc.status_rows(cfg)) if hasattr(svc, "status_rows") else [svc.status(cfg)]
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:

@@ -1,0 +1,127 @@
+"""Events that keep flowing while something breaks, and the exactly-once check that ends each trial.
+
+``EventProducer`` sends ``sensor_readings`` events stamped with the wall clock (so none is later than
+the watermark), one malformed record in 40 and one duplicate (same event id, re-sent) in 25, and
+remembers exactly what it sent. ``assert_exactly_once`` checks every table against that: every Kafka
+offset of every partition in bronze or quarantine exactly once, bronze equal to the valid records
+sent, the speed table equal to an independent oracle (``speed_helpers.expected_tumbling``).
+Used by test_speed_crash.py (speed job killed) and test_kafka_cluster.py (brokers killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.integration.speed_helpers import expected_tumbling, speed_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
+
+PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
+
+
+class EventProducer(threading.Thread):
+    """Sends events at about ``rate`` per second until stopped; remembers exactly what it sent. The
+    producer is idempotent with acks=all (a retry after a broker failure never writes a record twice);
+    every send it could not deliver is kept in ``failed``."""
+
+    def __init__(self, cfg: TidewaterConfig, rate: float = 100.0) -> None:
+        super().__init__(daemon=True)
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all", enable_idempotence=True,
+                                      linger_ms=5, delivery_timeout_ms=300_000)
+        self.rate, self.stopping, self.paused = rate, threading.Event(), threading.Event()
+        self.valid: list[dict[str, Any]] = []  # every valid record sent, duplicates included
+        self.malformed = 0
+        self.failed: list[str] = []
+        self.rng = random.Random(20261122)
+
+    def _send(self, key: bytes | None, value: bytes) -> None:
+        self.producer.send(TOPIC, key=key, value=value).add_errback(lambda exc: self.failed.append(repr(exc)))
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopping.is_set():
+            if self.paused.is_set():
+                time.sleep(0.05)
+                continue
+            i += 1
+            if i % 40 == 0:
+                self._send(None, b'{"event_id": "broken-%d", "sensor_id": ' % i)
+                self.malformed += 1
+            else:
+                if i % 25 == 0 and self.valid:
+                    event = self.valid[-self.rng.randrange(1, min(20, len(self.valid)) + 1)]
+                else:
+                    event = {"event_id": f"k{i:07d}", "sensor_id": f"s-{i % 7}", "timestamp": int(time.time() * 1000),
+                             "temperature": round(self.rng.uniform(-5.0, 35.0), 2)}
+                self._send(event["sensor_id"].encode(), json.dumps(event).encode())
+                self.valid.append(event)
+            time.sleep(1.0 / self.rate)
+        self.producer.flush(120)
+        self.producer.close()
+
+    @contextlib.contextmanager
+    def paused_and_flushed(self) -> Iterator[None]:
+        """No new event while the block runs, and every one sent so far acknowledged (or failed)."""
+        self.paused.set()
+        time.sleep(0.2)  # a send in progress finishes
+        self.producer.flush(300)
+        try:
+            yield
+        finally:
+            self.paused.clear()
+
+    def finish(self) -> None:
+        self.stopping.set()
+        self.join(300)
+
+
+def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: EventProducer) -> None:
+    """Bronze, quarantine and speed against what ``producer`` sent (call once the job caught up)."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io.kafka_admin import offsets
+
+    assert not producer.failed, f"sends the brokers never acknowledged: {producer.failed[:5]}"
+    sent = producer.valid
+    for table in ("bronze.sensor_readings", "quarantine.sensor_readings"):
+        spark.catalog.refreshTable(table)
+    bronze = spark.table("bronze.sensor_readings")
+    quarantine = spark.table("quarantine.sensor_readings")
+    both = bronze.select("kafka_partition", "kafka_offset").unionAll(quarantine.select("kafka_partition", "kafka_offset"))
+    per_partition = {r.kafka_partition: (r.lo, r.hi, r.n, r.d) for r in both.groupBy("kafka_partition").agg(
+        F.min("kafka_offset").alias("lo"), F.max("kafka_offset").alias("hi"), F.count("*").alias("n"),
+        F.countDistinct("kafka_offset").alias("d")).collect()}
+    in_kafka = {part: (begin, end) for part, (begin, end) in offsets(cfg, TOPIC).items() if end > begin}
+    assert {part: (lo, hi + 1) for part, (lo, hi, _, _) in per_partition.items()} == in_kafka, \
+        "bronze and quarantine hold each partition's offsets from its first to its last"
+    assert all(n == d == hi - lo + 1 for lo, hi, n, d in per_partition.values()), \
+        f"every offset exactly once, no gap and none twice: (first, last, rows, distinct) {per_partition}"
+
+    assert bronze.count() == len(sent), "bronze holds every valid Kafka record exactly once (duplicates are records too)"
+    by_id = {r["event_id"]: r["count"] for r in bronze.groupBy("event_id").count().collect()}
+    sent_by_id: dict[str, int] = {}
+    for e in sent:
+        sent_by_id[e["event_id"]] = sent_by_id.get(e["event_id"], 0) + 1
+    assert by_id == sent_by_id
+    assert quarantine.count() == producer.malformed
+
+    expected = expected_tumbling(sent)  # deduplicated on the event id, in plain Python
+    got = speed_rows(spark, "speed.sensor_readings")
+    assert set(got) == set(expected)
+    for key, (count, avg, lo, hi) in expected.items():
+        row = got[key]
+        assert (row.event_count, row.min_temperature, row.max_temperature) == (count, lo, hi), key
+        assert row.avg_temperature == pytest.approx(avg), key
