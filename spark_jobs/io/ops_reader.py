@@ -39,16 +39,15 @@ def _replay_log(path: Path, on_action: Any, upto: int | None = None) -> bool:
         columns = [c for c in ("add", "txn") if c in pq.read_schema(newest).names]
         for row in pq.read_table(newest, columns=columns).to_pylist():
             on_action({k: v for k, v in row.items() if v})
-    expected = start
+    expected, contiguous = start, True
     for commit in sorted(log.glob("*.json"), key=lambda c: int(c.stem)):
         version = int(commit.stem)
         if version >= start and (upto is None or version <= upto):
-            if version != expected:
-                return False
-            expected += 1
+            contiguous = contiguous and version == expected
+            expected = version + 1
             for line in commit.read_text().splitlines():
                 on_action(json.loads(line))
-    return upto is None or expected == upto + 1
+    return contiguous and (upto is None or expected == upto + 1)
 
 
 def snapshot_stats(path: Path, version: int, columns: list[str]) -> dict[str, Any] | None:

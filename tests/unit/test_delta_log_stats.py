@@ -1,0 +1,56 @@
+"""Bronze's facts read from a Delta log's file statistics (``ops_reader.snapshot_stats``): the log
+replayed up to one version, removes honoured, and no answer where the log cannot give a sure one.
+(The integration test ``test_batch_incremental`` checks the same facts against a Spark scan of a real table.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.io.ops_reader import snapshot_stats
+
+pytestmark = pytest.mark.unit
+COLUMNS = ["event_time", "kafka_timestamp"]
+
+
+def _add(path: str, n: int, top: str | None, arrived: str) -> dict:
+    stats = {"numRecords": n, "maxValues": {"kafka_timestamp": arrived, **({"event_time": top} if top else {})},
+             "nullCount": {"event_time": n if top is None else 0, "kafka_timestamp": 0}}
+    return {"add": {"path": path, "dataChange": True, "stats": json.dumps(stats)}}
+
+
+def _log(table: Path, commits: dict[int, list[dict]]) -> Path:
+    log = table / "_delta_log"
+    log.mkdir(parents=True)
+    for version, actions in commits.items():
+        (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions))
+    return table
+
+
+def test_facts_at_a_version_with_removes_and_offsets(tmp_path: Path) -> None:
+    table = _log(tmp_path / "t", {
+        0: [{"metaData": {}}, _add("a", 10, "2026-03-01T12:00:00.000Z", "2026-03-01T12:00:01.000Z")],
+        1: [_add("b", 5, "2026-03-01T12:10:00.000+00:00", "2026-03-01T12:10:05.000Z")],
+        2: [{"remove": {"path": "b"}}, _add("c", 7, "2026-03-01T14:00:00.000+02:00", "2026-03-01T12:20:00.000Z")],
+    })
+    at1 = snapshot_stats(table, 1, COLUMNS)
+    assert at1 == {"num_records": 15, "event_time": "2026-03-01T12:10:00.000+00:00",
+                   "kafka_timestamp": "2026-03-01T12:10:05.000Z"}
+    at2 = snapshot_stats(table, 2, COLUMNS)  # b removed; 14:00+02:00 is 12:00 UTC, not later than a's
+    assert at2 is not None and at2["num_records"] == 17
+    assert at2["kafka_timestamp"] == "2026-03-01T12:20:00.000Z"
+    assert at2["event_time"] in ("2026-03-01T12:00:00.000Z", "2026-03-01T14:00:00.000+02:00")
+
+
+def test_no_answer_without_statistics_or_with_a_gap(tmp_path: Path) -> None:
+    no_stats = _log(tmp_path / "a", {0: [{"add": {"path": "x", "dataChange": True}}]})
+    assert snapshot_stats(no_stats, 0, COLUMNS) is None
+    all_null = _log(tmp_path / "b", {0: [_add("x", 3, None, "2026-03-01T12:00:00.000Z")]})
+    assert snapshot_stats(all_null, 0, COLUMNS) == {"num_records": 3, "event_time": None,
+                                                    "kafka_timestamp": "2026-03-01T12:00:00.000Z"}
+    gap = _log(tmp_path / "c", {0: [_add("x", 1, "2026-03-01T12:00:00.000Z", "2026-03-01T12:00:00.000Z")],
+                                2: [_add("y", 1, "2026-03-01T12:00:00.000Z", "2026-03-01T12:00:00.000Z")]})
+    assert snapshot_stats(gap, 2, COLUMNS) is None
+    assert snapshot_stats(gap, 5, COLUMNS) is None  # a version the log does not reach
