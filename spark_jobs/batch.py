@@ -200,7 +200,6 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     return run
 
 
-
 def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str:
     """Run the quality gate; raise if it fails. Fails closed: without the expectations package
     (an ImportError) nothing can be audited, so nothing is published."""

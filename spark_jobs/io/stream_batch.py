@@ -34,6 +34,7 @@ from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs.io.background import Background
 from spark_jobs.io.recent_arrivals import RecentArrivals
+from spark_jobs.step_timer import Steps
 
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 COMPACT_EVERY = 30  # appends between compactions of the partials table (each folds the rows since the last)
@@ -62,8 +63,8 @@ class StreamBatch:
         from spark_jobs.io import lineage
         from spark_jobs.io.lineage import from_floor
 
-        started = self.mark = time.monotonic()
-        self.steps: dict[str, float] = {}
+        started = time.monotonic()
+        self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
@@ -72,7 +73,7 @@ class StreamBatch:
             "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
         try:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
-            self.step("parse")
+            self.steps.done("parse")
             if self.done is None:  # the query's first micro-batch: a re-run if it was planned before
                 from spark_jobs.io.rerun import committed_writes
 
@@ -80,7 +81,7 @@ class StreamBatch:
                 self.done = set()
                 if batch_id == self.rerun_of:
                     self.done = committed_writes(self.spark, self.p, self.version, self.qid, batch_id, stats)
-                    self.step(f"re-run check ({', '.join(sorted(self.done)) or 'nothing'} written)")
+                    self.steps.done(f"re-run check ({', '.join(sorted(self.done)) or 'nothing'} written)")
             rows: dict[str, tuple[int, int, int | None]] = {}
             ingest = None
             if "ingest" in self.roles:
@@ -94,13 +95,13 @@ class StreamBatch:
                     rows["speed"] = (self.version, int(stats["n_speed"]), late)
             finally:
                 if ingest is not None:
-                    self.steps["bronze+quarantine"] = ingest.join()
+                    self.steps.seconds["bronze+quarantine"] = ingest.join()
             self.record(batch_id, meta, end, wm, rows, started)
-            self.step("ops")
+            self.steps.done("ops")
             if "speed" in self.roles:
                 self.compact()
             self.done = set()  # every later micro-batch of this query is new
-            print(f"stream: batch {batch_id}: " + ", ".join(f"{k} {v:.1f}s" for k, v in self.steps.items()), flush=True)
+            print(f"stream: batch {batch_id}: {self.steps.line()}", flush=True)
         finally:
             df.unpersist()
 
@@ -140,11 +141,6 @@ class StreamBatch:
             tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
                           naming.table("bronze", self.p.name), self.tag(batch_id))
 
-    def step(self, name: str) -> None:
-        now = time.monotonic()
-        self.steps[name] = now - self.mark
-        self.mark = now
-
     def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
         """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
         from pyspark.sql import functions as F
@@ -169,10 +165,10 @@ class StreamBatch:
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
         if "partials" not in (self.done or set()):
             partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
-        self.step("speed")
+        self.steps.done("speed")
         self.appended += 1
         self.arrivals.add(valid_events(records), wm_after - delay)
-        self.step("arrivals")
+        self.steps.done("arrivals")
 
     def compact(self) -> None:
         """Every ``COMPACT_EVERY`` appends of this run, between micro-batches (rows a previous run left
@@ -182,7 +178,7 @@ class StreamBatch:
         if self.appended - (self.compacted_at or 0) >= COMPACT_EVERY:
             partials_table.compact(self.spark, self.p, naming.speed_partials_table(self.p.name, self.version))
             self.compacted_at = self.appended
-            self.step("compact")
+            self.steps.done("compact")
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
