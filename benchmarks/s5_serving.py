@@ -177,7 +177,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
             res.metrics[name] = {**summary(timings), "rows": len(got)}
         conn.close()
         timings, errors = concurrent_clients(cfg, queries, sizes.serving_queries)
-        res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3])
+        if not res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3]):
+            res.notes.append(f"Thrift server log, last lines:\n{thrift_server.log_tail(cfg)}")
         res.metrics["concurrent"] = {**summary(timings), "clients": CLIENTS} if timings else {}
     finally:
         live.stopping.set()

@@ -40,6 +40,11 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
     return ManagedProcess("thrift_server", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
+def log_tail(cfg: TidewaterConfig, lines: int = 40) -> str:
+    """The last lines of the server's log (kept in a failed check's evidence before a test stack is deleted)."""
+    return _process(cfg).tail(lines)
+
+
 def spark_submit() -> Path:
     import pyspark
 

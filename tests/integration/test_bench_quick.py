@@ -31,5 +31,5 @@ def test_quick_scenario_is_correct(quick_run: dict[int, dict[str, Any]], scenari
     # every quick scenario must run: a skip here is a regression (an import error once hid scenario 4)
     assert result["status"] != "skipped", f"scenario {scenario} skipped: {'; '.join(result['notes'])}"
     failed = [c for c in result["checks"] if not c["ok"]]
-    assert result["status"] == "ok", f"scenario {scenario} {result['status']}: {result['notes'][:2]} failed checks {failed}"
+    assert result["status"] == "ok", f"scenario {scenario} {result['status']}: {result['notes']} failed checks {failed}"
     assert result["checks"] and not failed
