@@ -60,8 +60,7 @@ def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
     if found is None:
         return None
-    instant = {c: datetime.fromisoformat(found[c]) if found[c] else None for c in ("event_time", "kafka_timestamp")}
-    return {"n": found["num_records"], "top": instant["event_time"], "arrived": instant["kafka_timestamp"]}
+    return {"n": found["num_records"], "top": found["event_time"], "arrived": found["kafka_timestamp"]}
 
 
 def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, lateness_seconds: int) -> datetime:

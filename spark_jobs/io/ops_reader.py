@@ -8,6 +8,7 @@ to find the live Parquet files and reads them with pyarrow.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -51,8 +52,8 @@ def _replay_log(path: Path, on_action: Any, upto: int | None = None) -> bool:
 
 
 def snapshot_stats(path: Path, version: int, columns: list[str]) -> dict[str, Any] | None:
-    """``num_records`` and the largest value of each of ``columns`` (as Delta's file statistics
-    store them: ISO text for timestamps) of a Delta table at ``version``, from its log: no scan.
+    """``num_records`` and the latest instant of each of the timestamp ``columns`` (aware datetimes)
+    of a Delta table at ``version``, from its log's file statistics: no scan.
     None when the log cannot tell (a live file without statistics, a gap in the log)."""
     files: dict[str, Any] = {}
 
@@ -74,15 +75,9 @@ def snapshot_stats(path: Path, version: int, columns: list[str]) -> dict[str, An
             top = stats.get("maxValues", {}).get(c)
             if top is None and stats["numRecords"] > stats.get("nullCount", {}).get(c, 0):
                 return None
-            if top is not None and (out[c] is None or _instant(top) > _instant(out[c])):
-                out[c] = top
+            if top is not None and (out[c] is None or datetime.fromisoformat(top) > out[c]):
+                out[c] = datetime.fromisoformat(top)
     return out
-
-
-def _instant(text: str) -> Any:
-    from datetime import datetime
-
-    return datetime.fromisoformat(text)
 
 
 def live_files(path: Path) -> list[Path]:

@@ -1,7 +1,7 @@
 """Which windows an incremental batch run must recompute, as pure DataFrame functions.
 
-Inputs are bronze-shaped, deduplicated events: ``history`` (the events of the bronze snapshot,
-at least the ``needed_events`` ones) and ``new_events`` (rows added to bronze since the last
+Inputs are bronze-shaped, deduplicated events: ``history`` (the ``needed_events`` of the bronze
+snapshot) and ``new_events`` (rows added to bronze since the last
 published run, late ones included). The cost follows the change, not the history: the job narrows
 bronze to ``needed_events`` first (a broadcast join, no shuffle), and deduplicates only those, each
 against the copies of its own id anywhere in bronze (``first_copies_among``).
@@ -124,11 +124,11 @@ def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataF
 def recompute_fixed_windows(p: Pipeline, history: DataFrame, new_events: DataFrame,
                             old_cutoff: datetime, new_cutoff: datetime) -> DataFrame:
     """Tumbling/sliding: exact rows of every touched or newly completed window (window_end <= cutoff).
-    ``history``: deduplicated events, at least ``needed_events`` of them."""
+    ``history``: the deduplicated ``needed_events`` (the caller narrows bronze once)."""
     from pyspark.sql import functions as F
 
     touched = touched_windows(p, new_events)
-    rows = needed_events(p, history, new_events, old_cutoff).transform(windowed_aggregate(p, streaming=False))
+    rows = history.transform(windowed_aggregate(p, streaming=False))
     marked = rows.join(touched.withColumn("_touched", F.lit(True)), list(p.grain), "left")
     keep = (F.col("_touched").isNotNull() | (F.col("window_end") > ts_literal(old_cutoff))) & (
         F.col("window_end") <= ts_literal(new_cutoff))
@@ -140,7 +140,7 @@ def recompute_sessions(p: Pipeline, history: DataFrame, new_events: DataFrame,
     """Sessions: recompute affected keys; keep sessions holding a new event or newly completed."""
     from pyspark.sql import functions as F
 
-    sessions = needed_events(p, history, new_events, old_cutoff).transform(windowed_aggregate(p, streaming=False))
+    sessions = history.transform(windowed_aggregate(p, streaming=False))
     hits = (sessions.alias("s").join(new_events.alias("n"), event_in_window(p, "s", "n"), "left_semi")
             .select(*p.grain).distinct().withColumn("_touched", F.lit(True)))
     marked = sessions.join(hits, list(p.grain), "left")
