@@ -1,6 +1,6 @@
 """Scenario 2: end-to-end latency, from the moment an event is produced to the moment it is visible.
 
-Technique (counts): for each rate, a paced kafka-python producer sends events of its own sensors
+Technique (counts): for each rate, a paced producer (``benchmarks.paced_producer``) sends events of its own sensors
 (``lat<rate>-s-<k>``) in 10 ms chunks and records (cumulative count, send time) per chunk; the
 event's ``timestamp`` is its send time. A poller reads the live Delta files of the partials table
 behind the ``speed.<p>`` view (the log, then the Parquet files, with DuckDB; their event counts add
@@ -13,13 +13,12 @@ appear there exactly when they appear in the speed table; the end check verifies
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paced_producer import produce
 from benchmarks.result import ScenarioResult
 from benchmarks.s1_catchup import PIPELINE, _caught_up
 from benchmarks.sizes import Sizes
@@ -27,8 +26,6 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
 POLL_S = 0.5
-CHUNK_S = 0.01
-SENSORS = 100
 
 
 def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
@@ -42,38 +39,6 @@ def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
     row = duckdb.execute("SELECT sum(event_count) FROM read_parquet(?) WHERE starts_with(sensor_id, ?)",
                          [files, prefix]).fetchone()
     return int(row[0] or 0) if row else 0
-
-
-def produce(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, prefix: str) -> tuple[list[tuple[int, float]],
-                                                                                          dict[str, list[float]]]:
-    """Paced send; returns chunks (cumulative count, send time) and expected per-window temperatures."""
-    from spark_jobs.io.producer import producer
-
-    prod = producer(cfg)
-    partitions = cfg.kafka.partitions  # round-robin: every partition keeps the same mix of old and new events
-    chunks: list[tuple[int, float]] = []
-    windows: dict[str, list[float]] = defaultdict(list)
-    total, per_chunk = rate * seconds, max(1, round(rate * CHUNK_S))
-    start, sent = time.time(), 0
-    try:
-        while sent < total:
-            ahead = start + sent / rate - time.time()
-            if ahead > 0:
-                time.sleep(ahead)
-            now = time.time()
-            ms = int(now * 1000)
-            for _ in range(min(per_chunk, total - sent)):
-                sensor = f"{prefix}{sent % SENSORS:03d}"
-                temp = round(((sent * 7919) % 1000) / 20.0 - 10.0, 2)
-                value = {"event_id": f"{prefix}e{sent}", "sensor_id": sensor, "timestamp": ms, "temperature": temp}
-                prod.send(topic, key=sensor.encode(), value=json.dumps(value).encode(), partition=sent % partitions)
-                windows[f"{sensor}|{ms // 60_000}"].append(temp)
-                sent += 1
-            chunks.append((sent, now))
-        prod.flush(timeout=120)
-    finally:
-        prod.close(timeout=30)
-    return chunks, windows
 
 
 def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]]) -> dict[str, float | None]:

@@ -58,7 +58,8 @@ def batch_durations(cfg: TidewaterConfig, since: float, until: float) -> list[fl
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from benchmarks.s2_latency import _require_running, produce
+    from benchmarks.paced_producer import produce
+    from benchmarks.s2_latency import _require_running
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.speed_control import start_speed, stop_speed

@@ -133,6 +133,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
         for q in queries.values():
             if q.isActive:
                 q.stop()
+        finish_progress_rows()
         recorder.stop()
         for lock in locks:
             lock.close()
@@ -141,6 +142,17 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
             print(f"speed: query {name} failed: {exc}", file=sys.stderr)
         sys.exit(1)
     print(f"speed: {p.name} v{version} stopped", flush=True)
+
+
+def finish_progress_rows() -> None:
+    """Wait for the last micro-batch's ``ops.stream_progress`` append; one that fails stays pending
+    and is written at the next start (``io.stream_progress_rows``)."""
+    from spark_jobs.io.stream_progress_rows import drain
+
+    try:
+        drain()
+    except Exception as exc:
+        print(f"speed: the last ops.stream_progress rows stay pending until the next start ({exc})", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

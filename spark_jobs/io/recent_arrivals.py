@@ -4,11 +4,14 @@
 every valid event whose ``event_time`` is at or after ``since`` (the micro-batch's earliest on-time
 event minus the watermark delay). Reading them from ``bronze.<p>`` costs a scan of every small file
 of that horizon in each micro-batch (seconds on 2 cores). ``RecentArrivals`` reads bronze ONCE per run
-(and again only if a micro-batch ever needs an older horizon), then adds each micro-batch's own valid
-events and drops those the watermark has put out of reach, as a local checkpoint (cut lineage,
-executor memory/disk). The answer is the same as the bronze scan's: bronze holds what the stream has
-seen (plus what other writers added before the load), and every future micro-batch's horizon starts at
-or after ``watermark after this micro-batch - delay``, because its on-time events are not behind it.
+(and again only if a micro-batch ever needs an older horizon), then keeps each micro-batch's own valid
+events as a chunk of its own (a local checkpoint: cut lineage, executor memory/disk), so adding a
+micro-batch costs that micro-batch, not the horizon. A chunk leaves once the watermark has put all of
+its events out of reach (its latest event time is known from the micro-batch's statistics); every
+``MERGE_AT`` chunks the survivors are folded into one, so a lookup scans a bounded number of pieces.
+The answer is the same as the bronze scan's: bronze holds what the stream has seen (plus what other
+writers added before the load), and every future micro-batch's horizon starts at or after
+``watermark after this micro-batch - delay``, because its on-time events are not behind it.
 """
 
 from __future__ import annotations
@@ -19,34 +22,46 @@ from typing import Any
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
 
+MERGE_AT = 16  # chunks before the survivors are folded into one
+
 
 class RecentArrivals:
     def __init__(self, spark: Any, p: Pipeline) -> None:
         self.spark, self.p = spark, p
         self.columns = [p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset", "event_time"]
-        self.frame: Any = None
-        self.since: datetime | None = None  # the frame holds every bronze event at or after this
+        self.chunks: list[tuple[Any, datetime | None]] = []  # (frame, latest event time; None: unknown)
+        self.since: datetime | None = None  # the chunks hold every bronze event at or after this
 
     def history(self, since: datetime) -> Any:
         """Arrival facts of the valid events with ``event_time >= since``."""
+        from functools import reduce
+
         from pyspark.sql import functions as F
 
-        if self.frame is None or self.since is None or since < self.since:
+        if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))
-            self._replace(bronze.select(*self.columns))
+            self.chunks = [(_checkpoint(bronze.select(*self.columns), 2), None)]
             self.since = since
-        return self.frame.where(F.col("event_time") >= F.lit(since))
+        frames = [frame for frame, _ in self.chunks]
+        return reduce(lambda a, b: a.unionByName(b), frames).where(F.col("event_time") >= F.lit(since))
 
-    def add(self, events: Any, keep_since: datetime) -> None:
-        """This micro-batch's valid events join the history; events before ``keep_since`` leave it."""
+    def add(self, events: Any, keep_since: datetime, latest: datetime | None) -> None:
+        """This micro-batch's valid events (latest event time ``latest``) join the history; chunks
+        whose events are all before ``keep_since`` leave it."""
         from pyspark.sql import functions as F
 
-        if self.frame is None or self.since is None:
+        if not self.chunks or self.since is None:
             return
         keep = max(keep_since, self.since)
-        self._replace(self.frame.unionByName(events.select(*self.columns)).where(F.col("event_time") >= F.lit(keep)))
+        self.chunks = [(f, hi) for f, hi in self.chunks if hi is None or hi >= keep]
+        self.chunks.append((_checkpoint(events.select(*self.columns).where(F.col("event_time") >= F.lit(keep)), 1), latest))
         self.since = keep
+        if len(self.chunks) >= MERGE_AT:
+            whole = self.history(keep)
+            known = [hi for _, hi in self.chunks]
+            self.chunks = [(_checkpoint(whole, 2), None if None in known else max(h for h in known if h is not None))]
 
-    def _replace(self, frame: Any) -> None:
-        self.frame = frame.coalesce(2).localCheckpoint(eager=True)
+
+def _checkpoint(frame: Any, partitions: int) -> Any:
+    return frame.coalesce(partitions).localCheckpoint(eager=True)

@@ -45,7 +45,12 @@ def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_
             done.add(sink)
     if partials_written(spark, p, version, lineage, batch_id):
         done.add("partials")
-    if _exists(spark, contracts.STREAM_PROGRESS.name,
-               f"pipeline = '{p.name}' AND run_id = '{lineage}' AND batch_id = {int(batch_id)}"):
+    if progress_written(spark, p.name, lineage, batch_id):
         done.add("ops")
     return done
+
+
+def progress_written(spark: Any, pipeline: str, lineage: str, batch_id: int) -> bool:
+    """Whether ``ops.stream_progress`` holds the rows of micro-batch ``batch_id`` of ``lineage``."""
+    return _exists(spark, contracts.STREAM_PROGRESS.name,
+                   f"pipeline = '{pipeline}' AND run_id = '{lineage}' AND batch_id = {int(batch_id)}")

@@ -11,8 +11,9 @@ one job over the cached records answers every count; then two threads write side
    ``io.recent_arrivals`` instead of scanned from bronze) is aggregated into per-window partials, APPENDED to the partials table
    behind the ``speed.<p>`` view (``lakehouse.speed_fold``) with the watermark after the batch: no
    MERGE, no UPDATE, so the cost follows the micro-batch, not the history;
-3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events);
-   every ``COMPACT_EVERY`` appends, the partials table is compacted (``io.partials_table.compact``).
+3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
+   committed while the next micro-batch runs (``io.stream_progress_rows``); every ``COMPACT_EVERY``
+   appends, the partials table is compacted (``io.partials_table.compact``).
 
 Every Delta write is a plain append tagged with the lineage (the checkpoint's query id) and the
 micro-batch id; the query's first micro-batch, the only one Spark may be re-running after a crash,
@@ -29,11 +30,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lakehouse import contracts, naming
+from lakehouse import naming
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs.io.background import Background
 from spark_jobs.io.recent_arrivals import RecentArrivals
+from spark_jobs.io.stream_progress_rows import ProgressRows
 from spark_jobs.step_timer import Steps
 
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
@@ -53,6 +55,10 @@ class StreamBatch:
         self.appended = 0  # partials appends of this run
         self.compacted_at = 0  # ``appended`` at this run's last compaction
         self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
+        self.progress = ProgressRows(spark, checkpoint)
+        recovered = self.progress.recover()  # before the query runs: rows a crash left pending
+        if recovered:
+            print(f"stream: wrote the pending ops.stream_progress rows of {recovered} micro-batch(es)", flush=True)
 
     def tag(self, batch_id: int) -> str:
         return f"{self.qid}/{batch_id}"
@@ -96,8 +102,7 @@ class StreamBatch:
             finally:
                 if ingest is not None:
                     self.steps.seconds["bronze+quarantine"] = ingest.join()
-            self.record(batch_id, meta, end, wm, rows, started)
-            self.steps.done("ops")
+            self.record(batch_id, meta, end, wm, rows, started)  # committed beside the next micro-batch
             if "speed" in self.roles:
                 self.compact()
             self.done = set()  # every later micro-batch of this query is new
@@ -154,7 +159,7 @@ class StreamBatch:
         delay = timedelta(seconds=self.p.watermark_seconds)
         if lo is None:  # nothing on time: the watermark this batch could record was recorded before
             if hi is not None:
-                self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay)
+                self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
             return
         late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
         on_time = valid_events(records).where(~late_if)
@@ -163,11 +168,12 @@ class StreamBatch:
         history = self.arrivals.history(lo - delay).select(*arrival).unionByName(on_time.select(*arrival))
         partials = first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
+        self.steps.done("plan")
         if "partials" not in (self.done or set()):
             partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
         self.steps.done("speed")
         self.appended += 1
-        self.arrivals.add(valid_events(records), wm_after - delay)
+        self.arrivals.add(valid_events(records), wm_after - delay, hi or lo)
         self.steps.done("arrivals")
 
     def compact(self) -> None:
@@ -182,8 +188,8 @@ class StreamBatch:
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
-        """This micro-batch's ``ops.stream_progress`` rows, written exactly once with the data."""
-        from spark_jobs.io.delta_io import tagged_append
+        """This micro-batch's ``ops.stream_progress`` rows, exactly once like the data
+        (``io.stream_progress_rows``: appended while the next micro-batch runs)."""
         from spark_jobs.io.progress_recorder import recovered_row
 
         if not rows or "ops" in (self.done or set()):
@@ -195,6 +201,5 @@ class StreamBatch:
             row.update(run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
                        processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
                        watermark=wm, state_rows=0, rows_dropped_by_watermark=late)
-            out.append([row[c] for c in contracts.STREAM_PROGRESS.column_names])
-        schema = ", ".join(f"`{c}` {t}" for c, t in contracts.STREAM_PROGRESS.columns)
-        tagged_append(self.spark.createDataFrame(out, schema), contracts.STREAM_PROGRESS.name, self.tag(batch_id))
+            out.append(row)
+        self.progress.submit(self.tag(batch_id), batch_id, out)
