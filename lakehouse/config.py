@@ -80,7 +80,7 @@ class SparkConfig:
     driver_memory: str = "2g"
     shuffle_partitions: int = 4
     trigger_seconds: int = 1
-    max_offsets_per_trigger: int = 200_000
+    max_offsets_per_trigger: int = 500_000
 
 
 @dataclass(frozen=True)
