@@ -101,3 +101,45 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
             assert ids in allowed, f"{query} of lineage {qid}: {ids} vs committed {committed}"
     measured = [r["rows_dropped_by_watermark"] for r in progress if r["query"] == "speed" and r["run_id"] != "recovered"]
     assert measured and sum(measured) == 0, "no event of this run is behind the watermark"
+
+
+def test_progress_rows_left_pending_by_a_kill_are_written_once_at_the_next_start(spark: SparkSession,
+                                                                                 stack: TidewaterConfig) -> None:
+    """A micro-batch's ops.stream_progress rows are committed beside the next micro-batch; a kill -9
+    can leave them pending (file saved, append not committed) or committed with the file not yet
+    deleted. The next start must write the first exactly once and not double the second."""
+    from datetime import UTC, datetime
+
+    from lakehouse import contracts, naming
+    from spark_jobs.io.ops_reader import read_rows
+    from spark_jobs.io.stream_progress_rows import ProgressRows, drain, encode, pending_dir
+
+    contracts.ensure(spark, contracts.STREAM_PROGRESS)
+    checkpoint = naming.checkpoint_dir(stack, "pending_rows_check", "stream", 1)
+    lineage = "lineage-pending-check"
+
+    def rows_of(batch_id: int) -> list[dict[str, object]]:
+        now = datetime.now(UTC)
+        return [{"pipeline": "pending_rows_check", "query": q, "query_version": 1, "run_id": lineage,
+                 "batch_id": batch_id, "batch_time": now, "input_rows": 10, "input_rows_per_second": None,
+                 "processed_rows_per_second": 5.0, "batch_duration_ms": 2000, "watermark": None, "state_rows": 0,
+                 "rows_dropped_by_watermark": 1 if q == "speed" else None, "end_offsets": "{}",
+                 "latest_offsets": None, "recorded_at": now} for q in ("ingest", "speed")]
+
+    def stored() -> list[tuple[str, int, object]]:
+        return sorted((r["query"], r["batch_id"], r["rows_dropped_by_watermark"])
+                      for r in read_rows(stack, "ops.stream_progress") if r["pipeline"] == "pending_rows_check")
+
+    writer = ProgressRows(spark, checkpoint)
+    writer.submit(f"{lineage}/0", 0, rows_of(0))  # the normal path: appended by a thread, file removed
+    drain()
+    assert stored() == [("ingest", 0, None), ("speed", 0, 1)]
+    folder = pending_dir(checkpoint)
+    assert not list(folder.glob("*.json"))
+
+    (folder / f"{1:020d}.json").write_text(encode(f"{lineage}/1", rows_of(1)))  # killed before the append
+    (folder / f"{0:020d}.json").write_text(encode(f"{lineage}/0", rows_of(0)))  # killed after it, before the delete
+    assert ProgressRows(spark, checkpoint).recover() == 1
+    assert ProgressRows(spark, checkpoint).recover() == 0
+    assert not list(folder.glob("*.json"))
+    assert stored() == [("ingest", 0, None), ("ingest", 1, None), ("speed", 0, 1), ("speed", 1, 1)]
