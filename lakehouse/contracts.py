@@ -40,9 +40,14 @@ class Contract:
         tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
         if self.view:
             return f"CREATE VIEW IF NOT EXISTS {self.name} TBLPROPERTIES ({tbl}) AS {self.view}"
-        cols = ", ".join(f"`{c}` {t}" for c, t in self.columns)
+        cols = self.schema
         part = f" PARTITIONED BY ({', '.join(self.partitioned_by)})" if self.partitioned_by else ""
         return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols}) USING delta{part} TBLPROPERTIES ({tbl})"
+
+    @property
+    def schema(self) -> str:
+        """The columns as a Spark DDL schema string (``createDataFrame``, ``CREATE TABLE``)."""
+        return ", ".join(f"`{c}` {t}" for c, t in self.columns)
 
     @property
     def column_names(self) -> list[str]:

@@ -47,7 +47,7 @@ def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = Fals
     from delta.tables import DeltaTable
 
     full = {c: row.get(c) for c in contracts.BATCH_RUNS.column_names}
-    schema = ", ".join(f"`{c}` {t}" for c, t in contracts.BATCH_RUNS.columns)
+    schema = contracts.BATCH_RUNS.schema
     merge = (DeltaTable.forName(spark, TABLE).alias("t").merge(spark.createDataFrame([full], schema).alias("s"),
                                                                "t.run_id = s.run_id")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll())

@@ -192,7 +192,7 @@ class ProgressRecorder:
         rows = sorted({r["batch_id"]: r for r in rows if r["batch_id"] > done}.values(), key=lambda r: r["batch_id"])
         if not rows:
             return 0
-        schema = ", ".join(f"`{c}` {t}" for c, t in STREAM_PROGRESS.columns)
+        schema = STREAM_PROGRESS.schema
         df = self.spark.createDataFrame([[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
         idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1]["batch_id"])
         return len(rows)

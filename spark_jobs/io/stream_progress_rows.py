@@ -70,7 +70,7 @@ class ProgressRows:
     def append(self, tag: str, rows: list[dict[str, Any]], path: Path) -> None:
         from spark_jobs.io.delta_io import tagged_append
 
-        schema = ", ".join(f"`{c}` {t}" for c, t in contracts.STREAM_PROGRESS.columns)
+        schema = contracts.STREAM_PROGRESS.schema
         values = [[r[c] for c in contracts.STREAM_PROGRESS.column_names] for r in rows]
         tagged_append(self.spark.createDataFrame(values, schema), contracts.STREAM_PROGRESS.name, tag)
         path.unlink(missing_ok=True)
