@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     from lakehouse.config import load_config
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.progress_recorder import ProgressRecorder
-    from spark_jobs.speed import acquire_locks, finish_progress_rows, query_checkpoints, start_queries
+    from spark_jobs.speed import acquire_locks, finish_background_writes, query_checkpoints, start_queries
 
     cfg = load_config()
     p = load_pipeline(PIPELINE, cfg.pipelines)
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         for q in queries.values():
             if q.isActive:
                 q.stop()
-        finish_progress_rows()
+        finish_background_writes()
         recorder.stop()
         dump = {n: [json.loads(pr.json) for pr in q.recentProgress] for n, q in queries.items()}
         Path(args.progress).write_text(json.dumps(dump))

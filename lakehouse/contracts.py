@@ -143,12 +143,13 @@ def speed(p: Pipeline, version: int = 1) -> Contract:
 def speed_partials(p: Pipeline, version: int = 1) -> Contract:
     """Append-only per-window partials of each micro-batch (one append per micro-batch, ``lineage`` =
     the checkpoint's query id), compacted in place by the stream (``compacted`` rows fold the rows
-    before them and keep the ``batch_id`` and ``lineage`` of the latest)."""
+    before them and keep the ``batch_id`` and ``lineage`` of the latest). Partitioned by ``slot``
+    (``speed_fold.slot_of``): a compaction and the appends that run beside it touch disjoint partitions."""
     return Contract(
         naming.speed_partials_table(p.name, version),
         (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), *partial_columns(p),
-         ("watermark", "timestamp"), ("lineage", "string"), ("compacted", "boolean")),
-        grain=(*p.grain, "batch_id"), owner=p.owner, properties=STREAMED,
+         ("watermark", "timestamp"), ("lineage", "string"), ("compacted", "boolean"), ("slot", "int")),
+        grain=(*p.grain, "batch_id"), partitioned_by=("slot",), owner=p.owner, properties=STREAMED,
     )
 
 
@@ -193,6 +194,8 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
         ensure(spark, *contract.requires)
         if contract.view:
             _refuse_table_for_view(spark, contract.name)
+        elif contract.partitioned_by:
+            _refuse_other_partitioning(spark, contract)
         for attempt in range(40):
             try:
                 spark.sql(contract.ddl())
@@ -209,6 +212,18 @@ def _refuse_table_for_view(spark: SparkSession, name: str) -> None:
     if spark.catalog.tableExists(name) and spark.catalog.getTable(name).tableType != "VIEW":
         raise TidewaterError(f"{name} is a Delta table from an older Tidewater layout, where it must now be a view "
                              "over its __partials table; rebuild it with 'tidewater replay' or start from an empty data_dir")
+
+
+def _refuse_other_partitioning(spark: SparkSession, contract: Contract) -> None:
+    from lakehouse.errors import TidewaterError
+
+    if not spark.catalog.tableExists(contract.name):
+        return
+    have = tuple(c.name for c in spark.catalog.listColumns(contract.name) if c.isPartition)
+    if have != contract.partitioned_by:
+        raise TidewaterError(f"{contract.name} is partitioned by ({', '.join(have)}) from an older Tidewater layout, "
+                             f"where it must be partitioned by ({', '.join(contract.partitioned_by)}); rebuild it "
+                             "with 'tidewater replay' or start from an empty data_dir")
 
 
 BATCH_RUNS = Contract(

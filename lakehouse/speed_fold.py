@@ -5,14 +5,24 @@ minima, maxima, the sum and count behind an ``avg``, the HyperLogLog sketch behi
 ``approx_distinct``) to ``speed.<p>[__vN]__partials``: one idempotent Delta commit, no MERGE, so a
 micro-batch's cost follows the micro-batch and its rows are visible as soon as it commits. Partials
 of disjoint event sets combine exactly, so ``speed.<p>[__vN]`` is a VIEW that folds them per window;
-the same fold, run by the stream between micro-batches, compacts the table (``replaceWhere``) so the
-view reads one row per window plus the last few micro-batches' rows. A window is final once the
+the same fold, run by the stream beside its next micro-batches, compacts the table (``replaceWhere``)
+so the view reads one row per window plus the last few blocks' rows. A window is final once the
 highest watermark a micro-batch recorded has passed its end: no later micro-batch adds to it.
 """
 
 from __future__ import annotations
 
 from lakehouse.pipeline import Pipeline
+
+COMPACT_EVERY = 30  # micro-batches per block: a block's partials are compacted once the next block starts
+COMPACTED_SLOT = 2  # the ``slot`` of compacted rows
+
+
+def slot_of(batch_id: int) -> int:
+    """The partition a micro-batch appends to: blocks of ``COMPACT_EVERY`` alternate between slots 0
+    and 1, so a compaction of the block just ended (its slot and the compacted slot) never shares a
+    partition with the appends of the block under way, and Delta sees no conflict between them."""
+    return (batch_id // COMPACT_EVERY) % 2
 
 
 def fold_columns(p: Pipeline) -> list[str]:
@@ -50,7 +60,7 @@ def fold_sql(p: Pipeline, partials: str, where: str = "", compacted: bool = Fals
             "max(`updated_at`) AS `updated_at`", "max_by(`batch_id`, `updated_at`) AS `batch_id`"]
     if compacted:
         cols = [*head, *fold_partial_columns(p), "max(`watermark`) AS `watermark`",
-                "max_by(`lineage`, `updated_at`) AS `lineage`", "true AS `compacted`"]
+                "max_by(`lineage`, `updated_at`) AS `lineage`", "true AS `compacted`", f"{COMPACTED_SLOT} AS `slot`"]
     else:
         final = f"coalesce(`window_end` <= (SELECT max(`watermark`) FROM {partials}), false) AS `is_final`"
         cols = [*head, final, *fold_partial_columns(p)]

@@ -133,7 +133,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
         for q in queries.values():
             if q.isActive:
                 q.stop()
-        finish_progress_rows()
+        finish_background_writes()
         recorder.stop()
         for lock in locks:
             lock.close()
@@ -144,15 +144,19 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     print(f"speed: {p.name} v{version} stopped", flush=True)
 
 
-def finish_progress_rows() -> None:
-    """Wait for the last micro-batch's ``ops.stream_progress`` append; one that fails stays pending
-    and is written at the next start (``io.stream_progress_rows``)."""
+def finish_background_writes() -> None:
+    """Wait for the last micro-batch's ``ops.stream_progress`` append (one that fails stays pending
+    and is written at the next start: ``io.stream_progress_rows``) and for a partials compaction
+    under way (one that fails leaves its rows to the next compaction)."""
+    from spark_jobs.io.partials_table import drain_compactions
     from spark_jobs.io.stream_progress_rows import drain
 
-    try:
-        drain()
-    except Exception as exc:
-        print(f"speed: the last ops.stream_progress rows stay pending until the next start ({exc})", file=sys.stderr)
+    for wait, left in ((drain, "the last ops.stream_progress rows stay pending until the next start"),
+                       (drain_compactions, "the partials compaction under way failed; the next one folds its rows")):
+        try:
+            wait()
+        except Exception as exc:
+            print(f"speed: {left} ({exc})", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -31,3 +31,33 @@ class Background:
         if self.error is not None:
             raise self.error
         return self.seconds
+
+
+class Inflight:
+    """The ``Background`` runs of one kind under way in this process (e.g. every stream's progress
+    appends): ``start`` one, see whether any is ``busy``, ``drain`` (wait for all, then re-raise the
+    first failure)."""
+
+    def __init__(self) -> None:
+        self.runs: list[Background] = []
+
+    def start(self, fn: Any, *args: Any) -> Background:
+        run = Background(fn, *args)
+        self.runs.append(run)
+        return run
+
+    def busy(self) -> bool:
+        return any(run.thread.is_alive() for run in self.runs)
+
+    def drain(self) -> float:
+        """Wait for every run; returns their seconds, or raises the first failure after all ended."""
+        seconds, error = 0.0, None
+        while self.runs:
+            run = self.runs.pop(0)
+            try:
+                seconds += run.join()
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return seconds

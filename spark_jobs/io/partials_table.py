@@ -3,11 +3,14 @@
 * ``append``: one micro-batch's per-window partials, one plain Delta append (rows tagged with the
   lineage and micro-batch id, which ``io.rerun`` checks before a re-run micro-batch writes again):
   the only write between Kafka and visibility.
-* ``compact``: the rows of every window that uncompacted rows touch, folded into one row per window
-  and written back with ``replaceWhere`` on ``window_start`` (one atomic commit). It reads only the
-  recent region (uncompacted rows sit in the newest files, compacted ones carry ``compacted = true``
-  so file statistics skip them), so its cost follows the rows since the last compaction, not the
-  history. The stream runs it between micro-batches, so it never races an append of its own lineage.
+* ``compact``: the rows of every window that the uncompacted rows of one ended block of micro-batches
+  touch, folded into one row per window and written back with ``replaceWhere`` (one atomic commit).
+  It reads only the recent region (uncompacted rows sit in the newest files, compacted ones carry
+  ``compacted = true`` so file statistics skip them), so its cost follows the rows since the last
+  compaction, not the history. The stream runs it on a thread of its own (``compactions``) while the
+  next block appends: blocks alternate between two ``slot`` partitions and compacted rows have a
+  third (``speed_fold.slot_of``), so the compaction reads and replaces partitions that no append
+  running beside it writes, and Delta's conflict check (by partition) lets both commit.
 """
 
 from __future__ import annotations
@@ -16,7 +19,20 @@ from datetime import datetime
 from typing import Any
 
 from lakehouse.pipeline import Pipeline
-from lakehouse.speed_fold import fold_sql
+from lakehouse.speed_fold import COMPACTED_SLOT, fold_sql, slot_of
+from spark_jobs.io.background import Inflight
+
+_compactions: dict[str, Inflight] = {}  # per partials table: its compaction under way in this process
+
+
+def compactions(table: str) -> Inflight:
+    return _compactions.setdefault(table, Inflight())
+
+
+def drain_compactions() -> None:
+    """Wait for every compaction under way in this process (a graceful stop); re-raises a failure."""
+    for runs in list(_compactions.values()):
+        runs.drain()
 
 
 def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> None:
@@ -28,16 +44,20 @@ def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int
     contract = contracts.speed_partials(p, version)
     rows = partials.select("*", F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
                            F.lit(watermark).cast("timestamp").alias("watermark"), F.lit(lineage).alias("lineage"),
-                           F.lit(False).alias("compacted"))
+                           F.lit(False).alias("compacted"), F.lit(slot_of(batch_id)).alias("slot"))
     tagged_append(rows.select(*contract.column_names), contract.name, f"{lineage}/{batch_id}")
 
 
-def compact(spark: Any, p: Pipeline, table: str) -> int:
-    """Fold the windows that uncompacted rows touch; returns how many rows were folded (0: nothing to do)."""
-    row = spark.sql(f"SELECT unix_micros(min(window_start)) AS lo, count(*) AS n FROM {table} WHERE NOT compacted").collect()[0]
+def compact(spark: Any, p: Pipeline, table: str, slot: int, upto: int) -> int:
+    """Fold the windows that uncompacted rows of ``slot`` up to micro-batch ``upto`` touch; returns how
+    many rows were folded (0: nothing to do). Rows of the other slot are left as they are."""
+    mine = f"slot = {int(slot)} AND NOT compacted AND batch_id <= {int(upto)}"
+    row = spark.sql(f"SELECT unix_micros(min(window_start)) AS lo, count(*) AS n FROM {table} WHERE {mine}").collect()[0]
     if not row["n"]:
         return 0
-    region = f"window_start >= timestamp_micros({int(row['lo'])})"
+    # the partition conjunct comes first and alone: Delta checks concurrent appends against it
+    region = (f"slot IN ({int(slot)}, {COMPACTED_SLOT}) AND window_start >= timestamp_micros({int(row['lo'])}) "
+              f"AND (compacted OR batch_id <= {int(upto)})")
     folded = spark.sql(fold_sql(p, table, where=region, compacted=True)).coalesce(1)
     columns = spark.table(table).columns
     try:

@@ -12,8 +12,9 @@ one job over the cached records answers every count; then two threads write side
    behind the ``speed.<p>`` view (``lakehouse.speed_fold``) with the watermark after the batch: no
    MERGE, no UPDATE, so the cost follows the micro-batch, not the history;
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
-   committed while the next micro-batch runs (``io.stream_progress_rows``); every ``COMPACT_EVERY``
-   appends, the partials table is compacted (``io.partials_table.compact``).
+   committed while the next micro-batch runs (``io.stream_progress_rows``); after each block of
+   ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
+   block (``io.partials_table.compact``).
 
 Every Delta write is a plain append tagged with the lineage (the checkpoint's query id) and the
 micro-batch id; the query's first micro-batch, the only one Spark may be re-running after a crash,
@@ -39,7 +40,6 @@ from spark_jobs.io.stream_progress_rows import ProgressRows
 from spark_jobs.step_timer import Steps
 
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
-COMPACT_EVERY = 30  # appends between compactions of the partials table (each folds the rows since the last)
 
 
 class StreamBatch:
@@ -52,8 +52,6 @@ class StreamBatch:
         from spark_jobs.io.lineage import uncommitted_batch
 
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
-        self.appended = 0  # partials appends of this run
-        self.compacted_at = 0  # ``appended`` at this run's last compaction
         self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
         self.progress = ProgressRows(spark, checkpoint)
         recovered = self.progress.recover()  # before the query runs: rows a crash left pending
@@ -104,7 +102,7 @@ class StreamBatch:
                     self.steps.seconds["bronze+quarantine"] = ingest.join()
             self.record(batch_id, meta, end, wm, rows, started)  # committed beside the next micro-batch
             if "speed" in self.roles:
-                self.compact()
+                self.compact(batch_id)
             self.done = set()  # every later micro-batch of this query is new
             print(f"stream: batch {batch_id}: {self.steps.line()}", flush=True)
         finally:
@@ -172,19 +170,25 @@ class StreamBatch:
         if "partials" not in (self.done or set()):
             partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
         self.steps.done("speed")
-        self.appended += 1
         self.arrivals.add(valid_events(records), wm_after - delay, hi or lo)
         self.steps.done("arrivals")
 
-    def compact(self) -> None:
-        """Every ``COMPACT_EVERY`` appends of this run, between micro-batches (rows a previous run left
-        uncompacted are folded by the first one)."""
-        from spark_jobs.io import partials_table
+    def compact(self, batch_id: int) -> None:
+        """At the end of each block of micro-batches, fold the block's partials (and whatever earlier
+        runs left in its slot) on a thread of its own while the next block runs; a failed compaction
+        fails a later micro-batch (fail closed). One still running at the next block's end makes that
+        block wait for the compaction of its slot two blocks later."""
+        from lakehouse.speed_fold import COMPACT_EVERY, slot_of
+        from spark_jobs.io.partials_table import compact, compactions
 
-        if self.appended - (self.compacted_at or 0) >= COMPACT_EVERY:
-            partials_table.compact(self.spark, self.p, naming.speed_partials_table(self.p.name, self.version))
-            self.compacted_at = self.appended
-            self.steps.done("compact")
+        table = naming.speed_partials_table(self.p.name, self.version)
+        runs = compactions(table)
+        if runs.busy():
+            return
+        if runs.runs:
+            self.steps.seconds["compacted (beside)"] = runs.drain()
+        if batch_id % COMPACT_EVERY == COMPACT_EVERY - 1:
+            runs.start(compact, self.spark, self.p, table, slot_of(batch_id), batch_id)
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:

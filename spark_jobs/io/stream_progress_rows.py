@@ -26,16 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from lakehouse import contracts
-from spark_jobs.io.background import Background
+from spark_jobs.io.background import Inflight
 
-_inflight: list[Background] = []  # appends under way in this process (every StreamBatch)
+_inflight = Inflight()  # appends under way in this process (every StreamBatch)
 TIMESTAMPS = {c for c, t in contracts.STREAM_PROGRESS.columns if t == "timestamp"}
 
 
 def drain() -> None:
     """Wait for every append under way; re-raises the first failure."""
-    while _inflight:
-        _inflight.pop(0).join()
+    _inflight.drain()
 
 
 def pending_dir(checkpoint: Path) -> Path:
@@ -65,7 +64,7 @@ class ProgressRows:
         scratch = path.with_suffix(".tmp")
         scratch.write_text(encode(tag, rows))
         os.replace(scratch, path)
-        _inflight.append(Background(self.append, tag, rows, path))
+        _inflight.start(self.append, tag, rows, path)
 
     def append(self, tag: str, rows: list[dict[str, Any]], path: Path) -> None:
         from spark_jobs.io.delta_io import tagged_append

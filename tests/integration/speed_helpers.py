@@ -62,7 +62,7 @@ def as_partial_rows(p: Any, version: int, rows: Any) -> Any:
 
     partials = contracts.speed(p, version).requires[0]
     out = rows.withColumns({"watermark": F.when(F.col("is_final"), F.col("window_end")), "lineage": F.lit("test"),
-                            "compacted": F.lit(False)})
+                            "compacted": F.lit(False), "slot": F.lit(0)})
     return out.select(*partials.column_names)
 
 

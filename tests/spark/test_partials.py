@@ -84,7 +84,8 @@ def test_compacted_rows_fold_like_the_partials_they_replace(spark: SparkSession)
     schema = "event_id string, lift_id string, skier_id string, event_time timestamp"
     parts = [spark.createDataFrame(rows[k::3], schema).transform(partial_aggregate(p)) for k in range(3)]
     extra = {"updated_at": F.lit(T0), "watermark": F.lit(T0 + timedelta(minutes=30))}
-    marked = [df.withColumns({**extra, "batch_id": F.lit(k), "lineage": F.lit("q"), "compacted": F.lit(False)})
+    marked = [df.withColumns({**extra, "batch_id": F.lit(k), "lineage": F.lit("q"), "compacted": F.lit(False),
+                              "slot": F.lit(0)})
               for k, df in enumerate(parts)]
     marked[0].unionByName(marked[1]).createOrReplaceTempView("first_two")
     compacted = spark.sql(fold_sql(p, "first_two", compacted=True))
