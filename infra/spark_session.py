@@ -36,6 +36,7 @@ def spark_jars() -> list[str]:
 
 
 LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
+FAIR_POOLS = LOG4J2_CONFIG.with_name("fairscheduler.xml")
 
 
 def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
@@ -79,6 +80,9 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
+        # work that may wait (a stream's compaction) runs in a pool whose tasks yield to everything else
+        "spark.scheduler.mode": "FAIR",
+        "spark.scheduler.allocation.file": str(FAIR_POOLS),
     }
 
 

@@ -78,6 +78,7 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
     from spark_jobs.io import lineage
     from spark_jobs.io.kafka_source import read_stream
     from spark_jobs.io.stream_batch import WATERMARK_COLUMN, StreamBatch
+    from spark_jobs.io.stream_warm_up import warm_up
     from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
     roles: list[str] = [r for r in ("ingest", "speed") if r in which]
@@ -87,8 +88,9 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                .transform(classify(p))
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))
-    return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}")
-            .foreachBatch(StreamBatch(spark, p, version, checkpoint, roles, floors))
+    sink = StreamBatch(spark, p, version, checkpoint, roles, floors)
+    warm_up(sink, records.schema)
+    return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 

@@ -6,21 +6,30 @@ from __future__ import annotations
 import time
 from typing import Any
 
+BACKGROUND_POOL = "background"  # the FAIR scheduler pool of work that may wait (infra/fairscheduler.xml)
+
 
 class Background:
     """Run ``fn(*args)`` on a thread of its own (Spark runs jobs of several threads side by side);
-    ``join`` waits, re-raises its error and returns its seconds."""
+    ``join`` waits, re-raises its error and returns its seconds. ``pool``: the FAIR scheduler pool
+    of the thread's Spark jobs (None: the default pool)."""
 
-    def __init__(self, fn: Any, *args: Any) -> None:
+    def __init__(self, fn: Any, *args: Any, pool: str | None = None) -> None:
         import threading
 
         self.error: BaseException | None = None
         self.started, self.seconds = time.monotonic(), 0.0
-        self.thread = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(fn, pool, *args), daemon=True)
         self.thread.start()
 
-    def _run(self, fn: Any, *args: Any) -> None:
+    def _run(self, fn: Any, pool: str | None, *args: Any) -> None:
         try:
+            if pool is not None:
+                from pyspark import SparkContext
+
+                context = SparkContext._active_spark_context
+                if context is not None:  # a thread-local property: this thread's jobs only
+                    context.setLocalProperty("spark.scheduler.pool", pool)
             fn(*args)
         except BaseException as exc:  # handed to the joining thread
             self.error = exc
@@ -35,14 +44,14 @@ class Background:
 
 class Inflight:
     """The ``Background`` runs of one kind under way in this process (e.g. every stream's progress
-    appends): ``start`` one, see whether any is ``busy``, ``drain`` (wait for all, then re-raise the
-    first failure)."""
+    appends), all in the background pool: ``start`` one, see whether any is ``busy``, ``drain``
+    (wait for all, then re-raise the first failure)."""
 
     def __init__(self) -> None:
         self.runs: list[Background] = []
 
     def start(self, fn: Any, *args: Any) -> Background:
-        run = Background(fn, *args)
+        run = Background(fn, *args, pool=BACKGROUND_POOL)
         self.runs.append(run)
         return run
 

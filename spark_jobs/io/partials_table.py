@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from lakehouse.pipeline import Pipeline
@@ -35,17 +36,29 @@ def drain_compactions() -> None:
         runs.drain()
 
 
-def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> None:
+def _rows(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> Any:
     from pyspark.sql import functions as F
 
     from lakehouse import contracts
-    from spark_jobs.io.delta_io import tagged_append
 
-    contract = contracts.speed_partials(p, version)
     rows = partials.select("*", F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
                            F.lit(watermark).cast("timestamp").alias("watermark"), F.lit(lineage).alias("lineage"),
                            F.lit(False).alias("compacted"), F.lit(slot_of(batch_id)).alias("slot"))
-    tagged_append(rows.select(*contract.column_names), contract.name, f"{lineage}/{batch_id}")
+    return rows.select(*contracts.speed_partials(p, version).column_names)
+
+
+def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> None:
+    from lakehouse import contracts
+    from spark_jobs.io.delta_io import tagged_append
+
+    tagged_append(_rows(partials, p, version, lineage, batch_id, watermark), contracts.speed_partials(p, version).name,
+                  f"{lineage}/{batch_id}")
+
+
+def write_scratch(partials: Any, p: Pipeline, version: int, path: Path, watermark: datetime) -> None:
+    """The append's write path (columns, Parquet, Delta commit) once, into a scratch Delta table at
+    ``path`` that nothing reads: a new process's first real append then runs warm."""
+    _rows(partials, p, version, "warm-up", 0, watermark).write.format("delta").mode("overwrite").save(str(path))
 
 
 def compact(spark: Any, p: Pipeline, table: str, slot: int, upto: int) -> int:

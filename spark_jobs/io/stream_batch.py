@@ -146,11 +146,8 @@ class StreamBatch:
 
     def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
         """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
-        from pyspark.sql import functions as F
-
         from spark_jobs.io import partials_table
         from spark_jobs.transforms.parse import valid_events
-        from spark_jobs.transforms.partials import first_copies, partial_aggregate
 
         lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
         hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
@@ -159,12 +156,7 @@ class StreamBatch:
             if hi is not None:
                 self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
             return
-        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
-        on_time = valid_events(records).where(~late_if)
-        # the micro-batch is part of the history: first_copies compares its copies with each other too
-        arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
-        history = self.arrivals.history(lo - delay).select(*arrival).unionByName(on_time.select(*arrival))
-        partials = first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
+        partials = self.speed_partials(records, wm, lo)
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
         self.steps.done("plan")
         if "partials" not in (self.done or set()):
@@ -172,6 +164,22 @@ class StreamBatch:
         self.steps.done("speed")
         self.arrivals.add(valid_events(records), wm_after - delay, hi or lo)
         self.steps.done("arrivals")
+
+    def speed_partials(self, records: Any, wm: datetime | None, lo: datetime) -> Any:
+        """The per-window partials of the micro-batch's on-time first copies (``lo``: its earliest
+        on-time event; the dedup history reaches back one watermark delay before it)."""
+        from pyspark.sql import functions as F
+
+        from spark_jobs.transforms.parse import valid_events
+        from spark_jobs.transforms.partials import first_copies, partial_aggregate
+
+        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
+        on_time = valid_events(records).where(~late_if)
+        # the micro-batch is part of the history: first_copies compares its copies with each other too
+        arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
+        since = lo - timedelta(seconds=self.p.watermark_seconds)
+        history = self.arrivals.history(since).select(*arrival).unionByName(on_time.select(*arrival))
+        return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
 
     def compact(self, batch_id: int) -> None:
         """At the end of each block of micro-batches, fold the block's partials (and whatever earlier
