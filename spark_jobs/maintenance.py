@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 MIN_RETENTION_HOURS = 168
 OPS_TIME_COLUMNS = {"stream_progress": "recorded_at", "batch_runs": "staged_at", "reconciliation": "recorded_at"}
-_SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)$")
+_SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)(?:\.warm-up)?$")  # the checkpoint, its warm-up scratch table
 
 
 def delta_tables(spark: SparkSession) -> list[str]:

@@ -99,3 +99,11 @@ def test_speed_versions_active_previous_next(tmp_path: Path, monkeypatch: pytest
     assert next_version(cfg, "p", 1) == 5
     set_active_version(cfg, "p", 5, previous=1)
     assert (active_version(cfg, "p"), recorded_previous_version(cfg, "p"), previous_version(cfg, "p", 5)) == (5, 1, 1)
+
+
+def test_blocks_of_micro_batches_alternate_between_two_slots_and_never_use_the_compacted_one() -> None:
+    from lakehouse.speed_fold import COMPACT_EVERY, COMPACTED_SLOT, slot_of
+
+    slots = [slot_of(b) for b in range(4 * COMPACT_EVERY)]
+    assert slots == [0] * COMPACT_EVERY + [1] * COMPACT_EVERY + [0] * COMPACT_EVERY + [1] * COMPACT_EVERY
+    assert COMPACTED_SLOT not in {slot_of(b) for b in range(10_000)}
