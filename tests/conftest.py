@@ -49,11 +49,34 @@ def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
 def spark_session(cfg: TidewaterConfig) -> Iterator[SparkSession]:
     from infra.spark_session import get_spark
 
+    _forget_exited_test_jvm()
     session = get_spark(cfg, "tidewater-tests")
     try:
         yield session
     finally:
         session.stop()
+        _forget_exited_test_jvm()
+
+
+def _forget_exited_test_jvm() -> None:
+    """The test process's Spark JVM outlives each module's session; if it has exited (a CI run once
+    lost it during the e2e package, and every later module failed with ``Connection refused``), say
+    how it ended, with the JVM's crash file if it wrote one, and let the next session start a new one."""
+    import glob
+    import warnings
+
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None or proc.poll() is None:
+        return
+    crash_files = sorted(glob.glob(str(REPO / "hs_err_pid*.log")))
+    warnings.warn(f"the tests' Spark JVM (pid {proc.pid}) exited with {proc.returncode} "
+                  f"(negative: killed by that signal); crash files: {crash_files or 'none'}; starting a new one",
+                  stacklevel=2)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 @pytest.fixture(scope="session", autouse=True)
