@@ -46,7 +46,10 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     out = rows.select(F.lit(run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
                       F.current_timestamp().alias("recorded_at"))
     out = out.select(*(F.col(c).cast(t).alias(c) for c, t in contracts.RECONCILIATION.columns))
-    merge_upsert(spark, out, contracts.RECONCILIATION.name, list(contracts.RECONCILIATION.grain))
+    # only this run's rows can match (run_id leads the grain): Delta skips every other run's files by
+    # their run_id statistics, so the MERGE reads what the run adds, not the whole ledger
+    merge_upsert(spark, out, contracts.RECONCILIATION.name, list(contracts.RECONCILIATION.grain),
+                 target_filter=f"t.run_id = '{run_id}'")
     windows = staged.count()
     staged.unpersist()
     return windows

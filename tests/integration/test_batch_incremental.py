@@ -112,6 +112,14 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     assert len(ledger) == third["windows_written"]
     assert ledger == {k: v for k, v in copies_per_window(sent).items() if k in ledger}
     assert any(ledger.values()), "the re-sent duplicates fall into some of the run's windows"
+    # a retried publish writes the run's ledger again: its MERGE (narrowed to the run's own rows)
+    # replaces them, and no earlier run's rows change
+    from spark_jobs.reconcile_job import record_ledger
+
+    per_run = "SELECT run_id, count(*) AS n, sum(duplicates_removed) AS d FROM ops.reconciliation GROUP BY run_id"
+    before = sorted(spark.sql(per_run).collect())
+    assert record_ledger(spark, cfg, p, third["run_id"]) == third["windows_written"]
+    assert sorted(spark.sql(per_run).collect()) == before and len(before) == 3
 
     incremental = table_rows(spark, p)
     assert incremental == exact_sensor_windows(sent, third["cutoff"])
