@@ -8,6 +8,7 @@ STAMP   := $(VENV)/.tidewater-installed
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
+SOAK_ARGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -74,7 +75,11 @@ bench: setup ## Full benchmark run, Flink peer included (74 min on 2 cores; writ
 bench-quick: setup ## Smoke-size benchmark run
 	@$(BIN)/tidewater bench --quick
 
+soak: setup ## Chaos soak: 30 min at 2,000 events/s on 3 brokers, kill -9 of 4 components (writes benchmarks/results/)
+	@$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"
+	@$(BIN)/tidewater soak $(SOAK_ARGS)
+
 clean: down ## Stop services and delete local data (.tidewater/)
 	@rm -rf .tidewater
 
-.PHONY: help setup bi-venv bi system-deps demo up down status test test-fast lint bench bench-quick clean
+.PHONY: help setup bi-venv bi system-deps demo up down status test test-fast lint bench bench-quick soak clean

@@ -12,7 +12,8 @@ layer's HLL sketch is still exact.
 
 Speed rows are computed here as the exact answer over the windows' events, which is what the speed
 layer must give when those events are on time and carry no conflicting duplicates; the caller
-checks that premise with ``members``. Session windows reach the speed table only once the speed
+checks that premise with ``members``. Shared by tests/integration/test_random_streams.py and the
+soak (benchmarks/soak.py); ``benchmarks/correctness.py`` compares ``serving.<p>`` with it. Session windows reach the speed table only once the speed
 watermark (max event time - watermark) closes them.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,8 +123,9 @@ def aggregate(p: Pipeline, events: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def expected_serving(p: Pipeline, records: list[Record]) -> Expected:
-    """The rows of ``serving.<p>`` after every record went through speed and then one batch run."""
+def expected_serving(p: Pipeline, records: Iterable[Record]) -> Expected:
+    """The rows of ``serving.<p>`` after every record went through speed and then one batch run
+    (``records`` is read once: a generator keeps a long topic out of memory)."""
     codes: dict[tuple[int, int], str | None] = {}
     first: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
     top, last_arrival = 0, 0  # over every valid copy, as bronze holds them

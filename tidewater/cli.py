@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "tidewater.commands.quality",    # check
     "tidewater.commands.maintenance",  # maintenance
     "tidewater.commands.bench",      # bench
+    "tidewater.commands.soak",       # soak
 )
 
 

@@ -90,9 +90,7 @@ class EventProducer(threading.Thread):
 
 def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: EventProducer) -> None:
     """Bronze, quarantine and speed against what ``producer`` sent (call once the job caught up)."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.io.kafka_admin import offsets
+    from benchmarks.correctness import offset_problems, spark_query
 
     assert not producer.failed, f"sends the brokers never acknowledged: {producer.failed[:5]}"
     sent = producer.valid
@@ -100,15 +98,8 @@ def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: Eve
         spark.catalog.refreshTable(table)
     bronze = spark.table("bronze.sensor_readings")
     quarantine = spark.table("quarantine.sensor_readings")
-    both = bronze.select("kafka_partition", "kafka_offset").unionAll(quarantine.select("kafka_partition", "kafka_offset"))
-    per_partition = {r.kafka_partition: (r.lo, r.hi, r.n, r.d) for r in both.groupBy("kafka_partition").agg(
-        F.min("kafka_offset").alias("lo"), F.max("kafka_offset").alias("hi"), F.count("*").alias("n"),
-        F.countDistinct("kafka_offset").alias("d")).collect()}
-    in_kafka = {part: (begin, end) for part, (begin, end) in offsets(cfg, TOPIC).items() if end > begin}
-    assert {part: (lo, hi + 1) for part, (lo, hi, _, _) in per_partition.items()} == in_kafka, \
-        "bronze and quarantine hold each partition's offsets from its first to its last"
-    assert all(n == d == hi - lo + 1 for lo, hi, n, d in per_partition.values()), \
-        f"every offset exactly once, no gap and none twice: (first, last, rows, distinct) {per_partition}"
+    problems = offset_problems(spark_query(spark), cfg, PIPELINE, TOPIC)
+    assert not problems, f"every offset exactly once in bronze or quarantine: {problems}"
 
     assert bronze.count() == len(sent), "bronze holds every valid Kafka record exactly once (duplicates are records too)"
     by_id = {r["event_id"]: r["count"] for r in bronze.groupBy("event_id").count().collect()}

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.stream_oracle import Record
 from lakehouse.pipeline import Pipeline
-from tests.integration.stream_oracle import Record
 
 MINUTE = 60_000
 KINDS = ("MALFORMED_JSON", "MISSING_FIELD", "NULL_ID", "NULL_KEY", "WRONG_TYPE", "IMPOSSIBLE_TIMESTAMP")

@@ -1,7 +1,7 @@
 """A randomized check of the whole Lambda path: seeded random streams for all three pipelines
 (out-of-order, late, duplicate with the same and a different payload, malformed, clock-skewed events)
 go through the real Kafka broker, the speed jobs and a batch run, and ``serving.<p>`` must equal, window
-by window, a plain-Python oracle (``stream_oracle.py``) computed from the topic as the broker stored it.
+by window, a plain-Python oracle (``benchmarks/stream_oracle.py``) computed from the topic as the broker stored it.
 Also checked: every Kafka offset in bronze or quarantine exactly once with the oracle's reason code,
 the speed layer's late-event count, and ``corrected`` on the batch windows whose late events speed dropped.
 
@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from lakehouse.contracts import DOUBLE_TOLERANCE
+from benchmarks.correctness import serving_differences, serving_rows, spark_query
+from benchmarks.stream_oracle import Expected, Record, expected_serving, reason_code
 from lakehouse.pipeline import available_pipelines, load_pipeline
 from tests.integration.random_streams import Scenario, fast_clock, generate, read_topic, send
-from tests.integration.stream_oracle import Expected, Record, expected_serving, reason_code
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "Pacific/Chatham"  # UTC+12:45/+13:45: see the host_time_zone fixture
@@ -59,33 +59,6 @@ def wait_watermark(cfg: Any, name: str, target_ms: int, read_rows: Any) -> None:
             return
         time.sleep(2)
     raise AssertionError(f"[seed {SEED}] {name}: no speed micro-batch ran with the final watermark {target_ms}")
-
-
-def serving_rows(spark: Any, p: Any) -> dict[tuple[Any, ...], Any]:
-    rows = spark.sql(f"SELECT *, unix_millis(window_start) AS _ws, unix_millis(window_end) AS _we, "
-                     f"unix_millis(max_event_time) AS _mx FROM serving.{p.name}").collect()
-    got: dict[tuple[Any, ...], Any] = {}
-    for r in rows:
-        key = (*(r[k] for k in p.keys), r._ws, r._we)
-        assert key not in got, f"[seed {SEED}] serving.{p.name}: window {key} twice"
-        got[key] = r
-    return got
-
-
-def differences(p: Any, exp: Expected, got: dict[tuple[Any, ...], Any]) -> list[str]:
-    out = [f"missing {k}: {exp.rows[k]}" for k in sorted(set(exp.rows) - set(got), key=str)]
-    out += [f"unexpected {k}: {got[k].asDict()}" for k in sorted(set(got) - set(exp.rows), key=str)]
-    for key in sorted(set(exp.rows) & set(got), key=str):
-        want, row = exp.rows[key], got[key]
-        for a in [*(a.name for a in p.aggregates), "max_event_time", "source"]:
-            value = row["_mx" if a == "max_event_time" else a]
-            ok = (abs(value - want[a]) <= DOUBLE_TOLERANCE * max(1.0, abs(want[a])) if isinstance(want[a], float)
-                  else value == want[a])
-            if not ok:
-                out.append(f"{key} {a}: serving {value!r}, oracle {want[a]!r} ({row.source}, {row.finality})")
-        if (row.source == "speed") != (row.finality == "provisional"):
-            out.append(f"{key}: source {row.source} with finality {row.finality}")
-    return out
 
 
 def test_random_streams_serving_equals_oracle(spark: Any, stack: Any) -> None:
@@ -153,8 +126,8 @@ def check_pipeline(spark: Any, cfg: Any, p: Any, s: Scenario, exp: Expected, rec
     for key, row in exp.rows.items():
         if row["source"] == "speed" and not all(m in s.tail_ids or m.startswith("f") for m in exp.members[key]):
             out.append(f"premise: speed window {key} holds body events {exp.members[key]}")
-    got = serving_rows(spark, p)
-    diffs = differences(p, exp, got)
+    got = serving_rows(spark_query(spark), p)
+    diffs = serving_differences(p, exp, got)
     if diffs:  # what the view was cut on, for the reader of a failure
         from spark_jobs.serving import view_text
 
@@ -162,8 +135,8 @@ def check_pipeline(spark: Any, cfg: Any, p: Any, s: Scenario, exp: Expected, rec
     out += diffs
     for key, members in exp.members.items():  # speed dropped a late event: the batch row corrects it
         if (key in got and set(members) & s.late_ids and not set(members) & s.dirty_ids
-                and got[key].finality != "corrected"):
-            out.append(f"{key} holds late events {set(members) & s.late_ids} but is {got[key].finality}")
+                and got[key]["finality"] != "corrected"):
+            out.append(f"{key} holds late events {set(members) & s.late_ids} but is {got[key]['finality']}")
     if p.window.type != "session":  # the stateless speed query counts its late events exactly
         arrived = int(time.time() * 1000)
         late = [e for _, v in s.phases[1] for code, e in [reason_code(p, Record(0, 0, arrived, v))]

@@ -7,8 +7,10 @@ results to ``benchmarks/results/``. Exit status 1 if any scenario FAILED its cor
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from lakehouse.errors import TidewaterError
 from tidewater.commands import Subparsers
@@ -30,17 +32,22 @@ def parse_scenarios(text: str | None) -> list[int] | None:
     return numbers
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def benchmarks_module(name: str, command: str) -> Any:
+    """``benchmarks.<name>`` for ``tidewater <command>``, or one line saying what is missing."""
     repo = str(Path(__file__).resolve().parents[2])
     if repo not in sys.path:  # benchmarks/ lives next to the packages, not inside the installed ones
         sys.path.insert(0, repo)
     try:
-        from benchmarks.harness import run_benchmarks
+        return importlib.import_module(f"benchmarks.{name}")
     except ModuleNotFoundError as exc:
-        raise TidewaterError(f"bench: {exc.name} is missing; run from the repository root with '.[bench]' "
+        raise TidewaterError(f"{command}: {exc.name} is missing; run from the repository root with '.[bench]' "
                              "installed (pip install -e '.[dev,bench]')") from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    harness = benchmarks_module("harness", "bench")
     size = "quick" if args.quick else args.size
-    run = run_benchmarks(size, parse_scenarios(args.scenarios), keep_data=args.keep_data)
+    run = harness.run_benchmarks(size, parse_scenarios(args.scenarios), keep_data=args.keep_data)
     for r in run["results"]:
         print(f"{r['id']}. {r['name']:<38} {r['status']:<8} {r['ratios']}")
     print(f"results: {run['files']['markdown']}")

@@ -1,0 +1,145 @@
+"""The chaos soak (issue 14; ``tidewater soak`` / ``make soak``): hours-long behaviour in half an hour.
+
+On its own isolated stack (``benchmarks/soak_stack.py``: 3 brokers, metastore, Thrift server, job
+service, Airflow with the speed supervisor every minute and the batch DAG on a short schedule, every
+pipeline's speed job), a paced producer (``benchmarks/paced_producer.py``) sends ``rate`` events/s to
+``sensor_readings`` for ``seconds``, while ``benchmarks/soak_chaos.py`` kills -9, each once at a seeded
+random moment, the speed job, one broker, the Airflow scheduler and the Thrift server, and
+``benchmarks/soak_samples.py`` samples RSS and consumer lag every 10 s. Then ``benchmarks/soak_checks.py``
+(exactly once, serving = oracle) and ``benchmarks/soak_report.py`` (flatness, charts, JSON + Markdown).
+
+``--quick`` (the integration test's): 3 minutes, every fault still injected once; flatness is
+recorded but does not gate there (3 minutes with four faults say nothing about growth).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.result import ScenarioResult
+
+PIPELINE = "sensor_readings"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class SoakSettings:
+    rate: int = 2000
+    seconds: int = 1800
+    batch_schedule: str = "*/5 * * * *"
+    broker_down_s: float = 60.0
+    recovery_timeout_s: float = 600.0
+    catch_up_timeout_s: float = 900.0
+    min_scheduled_batches: int = 3
+    flatness_gates: bool = True
+    brokers: int = 3
+
+    @property
+    def warm_up_s(self) -> float:
+        return min(300.0, 0.15 * self.seconds)
+
+    @property
+    def fault_window(self) -> tuple[float, float]:
+        """Faults come after the warm-up and before the last fifth (whose samples judge flatness)."""
+        return self.warm_up_s, 0.8 * self.seconds
+
+
+def settings_for(quick: bool, minutes: float | None, rate: int | None) -> SoakSettings:
+    base = SoakSettings(seconds=180, batch_schedule="*/2 * * * *", broker_down_s=20.0, recovery_timeout_s=300.0,
+                        catch_up_timeout_s=300.0, min_scheduled_batches=1, flatness_gates=False) if quick else SoakSettings()
+    return SoakSettings(**{**base.__dict__, **({"seconds": int(minutes * 60)} if minutes else {}),
+                           **({"rate": rate} if rate else {})})
+
+
+def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: bool = False) -> dict[str, Any]:
+    from benchmarks.harness import git_facts, machine_facts
+    from benchmarks.soak_report import failed_flatness, flatness_figures, write_files
+    from benchmarks.soak_stack import SUPERVISOR_SCHEDULE, TASK_HEARTBEAT_TIMEOUT_S
+
+    started_at = datetime.now(UTC)
+    res = ScenarioResult(0, "Chaos soak")
+    run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "seed": seed,
+                           "settings": {**s.__dict__, "warm_up_s": s.warm_up_s, "fault_window_s": s.fault_window,
+                                        "supervisor_schedule": SUPERVISOR_SCHEDULE,
+                                        "task_heartbeat_timeout_s": TASK_HEARTBEAT_TIMEOUT_S},
+                           "machine": machine_facts(), "git": git_facts(), "faults": [], "metrics": {"events": 0}}
+    samples: list[dict[str, Any]] = []
+    batches: list[tuple[float, float, int]] = []
+    try:
+        samples, batches = _soak(s, random.Random(seed), res, run, keep_data)
+    except Exception as exc:  # the stack or a step broke: a failed soak, with its cause
+        res.fail(f"{type(exc).__name__}: {exc}"[:400])
+        res.notes.append(traceback.format_exc(limit=5)[-1500:])
+    run["flatness"] = flatness_figures(samples, batches, (s.warm_up_s, float(s.seconds)), s.rate)
+    flat_failed = failed_flatness(run["flatness"])
+    if s.flatness_gates:
+        res.check("flat after the warm-up: RSS, micro-batch duration, lag (see flatness)", [], flat_failed)
+    res.finish()
+    run.update(checks=res.checks, notes=res.notes, ok=res.status == "ok",
+               finished_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    failed = [c["name"] for c in res.checks if not c["ok"]]
+    run["reason"] = None if run["ok"] else (f"failed: {failed[0]}" if failed else res.notes[0])
+    stem = f"{started_at:%Y%m%dT%H%M%SZ}-soak{'-quick' if not s.flatness_gates else ''}"
+    run["files"] = write_files(run, samples, batches, out_dir, stem)
+    return run
+
+
+def _soak(s: SoakSettings, rng: random.Random, res: ScenarioResult, run: dict[str, Any],
+          keep_data: bool) -> tuple[list[dict[str, Any]], list[tuple[float, float, int]]]:
+    from benchmarks import soak_checks
+    from benchmarks.paced_producer import produce
+    from benchmarks.soak_chaos import Chaos, plan
+    from benchmarks.soak_samples import Sampler, micro_batches
+    from benchmarks.soak_stack import soak_stack
+    from lakehouse.pipeline import load_pipeline
+
+    stack_started = time.monotonic()
+    with soak_stack(s.batch_schedule, keep=keep_data) as cfg:
+        p = load_pipeline(PIPELINE, cfg.pipelines)
+        run["metrics"]["stack_start_s"] = round(time.monotonic() - stack_started, 1)
+        since = datetime.now(UTC).replace(tzinfo=None)
+        t0 = time.time()
+        chaos = Chaos(cfg, p, rng, s.broker_down_s, s.recovery_timeout_s)
+        chaos.start(plan(rng, *s.fault_window), t0)
+        sampler = Sampler(cfg, p, t0)
+        sampler.start()
+        sent: dict[str, Any] = {}
+        producer = threading.Thread(target=_produce, args=(produce, cfg, p.topic, s, sent), daemon=True)
+        producer.start()
+        producer.join()
+        produced_s = time.time() - t0
+        run["faults"] = chaos.join(s.recovery_timeout_s + 300)
+        if "error" in sent:
+            raise RuntimeError(sent["error"])
+        events = sent["chunks"][-1][0]
+        run["metrics"].update(events=events, achieved_rate=round(events / produced_s), produced_s=round(produced_s, 1))
+        res.check("the producer reached >= 95% of the asked rate", f">= {0.95 * s.rate:.0f}/s",
+                  run["metrics"]["achieved_rate"], run["metrics"]["achieved_rate"] >= 0.95 * s.rate)
+        for fault in run["faults"]:
+            res.check(f"{fault['kind']} killed (-9) and recovered ({fault['recovered_by'] or 'not recovered'})",
+                      True, bool(fault["ok"] and fault["injected_s"] is not None and fault["recovered_s"] is not None))
+        run["metrics"]["catch_up_s"] = soak_checks.settle(cfg, p, res, timeout=s.catch_up_timeout_s)
+        samples = sampler.finish()
+        batches = micro_batches(cfg, p, t0)
+        run["metrics"]["micro_batches"] = len(batches)
+        run["metrics"].update(soak_checks.final_batch(cfg, p, res, since))
+        res.check(f"the batch DAG published on its schedule ({s.batch_schedule}) during the soak",
+                  f">= {s.min_scheduled_batches}", run["metrics"]["scheduled_runs_published"],
+                  run["metrics"]["scheduled_runs_published"] >= s.min_scheduled_batches)
+        run["metrics"]["exactly_once"] = soak_checks.exactly_once(cfg, p, res, events)
+        run["metrics"]["oracle"] = soak_checks.oracle(cfg, p, res)
+    return samples, batches
+
+
+def _produce(produce: Any, cfg: Any, topic: str, s: SoakSettings, out: dict[str, Any]) -> None:
+    try:
+        out["chunks"], _ = produce(cfg, topic, s.rate, s.seconds, "soak-")
+    except Exception as exc:  # undelivered events: the soak fails with this reason
+        out["error"] = f"{type(exc).__name__}: {exc}"
