@@ -1,8 +1,10 @@
 """The one Spark session factory every Tidewater job, test and CLI command uses.
 
 It wires in Delta Lake (extension + catalog), the Maven-fetched jars through ``spark.jars`` (no
-Ivy at run time), the shared Hive metastore on the Derby network server, and the warehouse under
-the data folder, so ``bronze.sensor_readings`` means the same table in every process.
+Ivy at run time), the shared Hive metastore (on the Derby network server, or PostgreSQL with
+``metastore.backend: postgres``), and the warehouse under the data folder, so
+``bronze.sensor_readings`` means the same table in every process. The metastore password never goes
+on the driver's command line: ``get_spark`` sets it as a JVM system property once the JVM runs.
 ``spark.master`` (``TIDEWATER_SPARK_MASTER``) sends every job to a standalone/k8s master instead.
 
 In the job service (infra/job_server.py) each command's thread is bound to its own
@@ -35,6 +37,7 @@ def spark_jars() -> list[str]:
     return jars
 
 
+PASSWORD_KEY = "spark.hadoop.javax.jdo.option.ConnectionPassword"
 LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
 FAIR_POOLS = LOG4J2_CONFIG.with_name("fairscheduler.xml")
 
@@ -43,16 +46,16 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     """All Spark settings as a dict (also used to build spark-submit command lines)."""
     from infra.services import metastore
 
-    derby_client = sorted(naming.jars_dir("metastore").glob("derbyclient-*.jar"))
+    db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
     hive_extras = sorted(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))  # infra/maven/hive/pom.xml
-    if not derby_client or not hive_extras:
-        raise ServiceError("spark: derbyclient or hive-llap-common jar missing in .cache/jars; run 'make setup'")
+    if not db["jar"] or not hive_extras:
+        raise ServiceError("spark: metastore JDBC driver or hive-llap-common jar missing in .cache/jars; run 'make setup'")
     warehouse = naming.warehouse_dir(cfg)
     return {
         "spark.app.name": app_name,
         "spark.master": cfg.spark.master,
         "spark.jars": ",".join(spark_jars()),
-        "spark.driver.extraClassPath": os.pathsep.join([str(derby_client[0]), str(hive_extras[0])]),
+        "spark.driver.extraClassPath": os.pathsep.join([db["jar"], str(hive_extras[0])]),
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
                                                    utc.JVM_FLAG, *cfg.jvm_flags]),
         "spark.executor.extraJavaOptions": utc.JVM_FLAG,
@@ -64,10 +67,10 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(warehouse),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore.jdbc_url(cfg),
-        "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.ClientDriver",
-        "spark.hadoop.javax.jdo.option.ConnectionUserName": metastore.USER,
-        "spark.hadoop.javax.jdo.option.ConnectionPassword": metastore.password(cfg),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": db["url"],
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": db["driver"],
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": db["user"],
+        PASSWORD_KEY: db["password"],  # get_spark: not on the command line; the Thrift server: a 0600 file
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         "spark.hadoop.hive.metastore.schema.verification": "false",
         "spark.sql.hive.metastore.version": "2.3.10",
@@ -115,7 +118,7 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
         require_java()  # before the launcher: without it PySpark fails with a traceback
     if not metastore.healthy(cfg):
         raise ServiceError(
-            f"spark: the metastore is not reachable at {cfg.metastore.host}:{cfg.metastore.port}; "
+            f"spark: the metastore is not reachable at {metastore.address(cfg)}; "
             "run 'tidewater up' first"
         )
     if bound is not None:
@@ -128,13 +131,30 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession
 
+    conf = {**session_conf(cfg, app_name), **(extra or {})}
+    _launch_without_password(conf)
     builder = SparkSession.builder
-    for key, value in {**session_conf(cfg, app_name), **(extra or {})}.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     ensure_databases(spark)
     return spark
+
+
+def _launch_without_password(conf: dict[str, str]) -> None:
+    """Start the driver JVM with every setting but the metastore password (PySpark passes settings to
+    spark-submit as ``--conf`` arguments, visible in ``ps``), then hand the password to the JVM as the
+    system property that the driver's SparkConf loads. ``conf`` loses the key."""
+    from pyspark import SparkConf, SparkContext
+
+    secret = conf.pop(PASSWORD_KEY)
+    if SparkContext._active_spark_context is not None:
+        return  # getOrCreate returns the running session, whose catalog is connected already
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(conf.items())))
+    jvm = SparkContext._jvm
+    assert jvm is not None
+    jvm.java.lang.System.setProperty(PASSWORD_KEY, secret)
 
 
 def ensure_databases(spark: SparkSession) -> None:

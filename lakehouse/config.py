@@ -26,6 +26,9 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
+    "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
+    "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
+    "TIDEWATER_POSTGRES_PORT": "postgres.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
     "TIDEWATER_AIRFLOW_ACTIVE_DAGS": "airflow.active_dags",
@@ -38,6 +41,9 @@ ENV_OVERRIDES = {
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
 _OFFSETS = ("earliest", "latest")
 MAX_BROKERS = 9
+# the choices of a database setting, first = default (postgres: infra/services/postgres.py, docs/operations.md)
+DATABASES = {"metastore.backend": ("derby", "postgres"), "airflow.database": ("sqlite", "postgres")}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PORT_STRIDE = 2  # broker i (1..N) listens on kafka.port + 2(i-1), its controller on kafka.controller_port + 2(i-1)
 
 
@@ -90,9 +96,27 @@ class HostPort:
 
 
 @dataclass(frozen=True)
+class MetastoreConfig:
+    host: str = "127.0.0.1"
+    port: int = 1527  # the Derby network server
+    backend: str = DATABASES["metastore.backend"][0]
+
+
+@dataclass(frozen=True)
+class PostgresConfig:
+    """The PostgreSQL server of a ``postgres`` backend: Tidewater's own cluster (``managed``, loopback
+    only), or an existing server whose password comes from ``TIDEWATER_POSTGRES_PASSWORD``."""
+    host: str = "127.0.0.1"
+    port: int = 15432
+    user: str = "tidewater"
+    managed: bool = True
+
+
+@dataclass(frozen=True)
 class AirflowConfig:
     host: str = "127.0.0.1"
     port: int = 8080
+    database: str = DATABASES["airflow.database"][0]  # Airflow's metadata DB
     batch_schedule: str = "@hourly"
     # DAGs (tidewater_<name>) created unpaused by the first `tidewater up`; "" keeps all of them paused
     active_dags: str = "speed,batch,quality"
@@ -130,7 +154,8 @@ class TidewaterConfig:
     mode: str = "lambda"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
-    metastore: HostPort = field(default_factory=lambda: HostPort(port=1527))
+    metastore: MetastoreConfig = field(default_factory=MetastoreConfig)
+    postgres: PostgresConfig = field(default_factory=PostgresConfig)
     thrift: HostPort = field(default_factory=lambda: HostPort(port=10000))
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
@@ -139,6 +164,10 @@ class TidewaterConfig:
     pipelines: dict[str, dict[str, Any]] = field(default_factory=dict)
     jvm_options: str = ""       # extra flags for every JVM Tidewater starts (Spark, Kafka, metastore)
     source: str = "<defaults>"
+
+    @property
+    def uses_postgres(self) -> bool:
+        return "postgres" in (self.metastore.backend, self.airflow.database)
 
     @property
     def jvm_flags(self) -> list[str]:
@@ -226,15 +255,17 @@ def _validate(cfg: TidewaterConfig) -> None:
         ("airflow.port", cfg.airflow.port),
         ("bi.port", cfg.bi.port),
         ("job_service.port", cfg.job_service.port),
+        ("postgres.port", cfg.postgres.port),
     ):
         if not 1 <= port <= 65535:
             raise ConfigError(key, port, "a TCP port between 1 and 65535")
     _validate_brokers(cfg.kafka)
+    _validate_databases(cfg)
     unknown = sorted(set(cfg.airflow.active) - set(DAGS))
     if unknown:
         raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
     for key, host in (("bi.host", cfg.bi.host), ("job_service.host", cfg.job_service.host)):
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if host not in LOOPBACK:
             raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
@@ -251,6 +282,17 @@ def _validate(cfg: TidewaterConfig) -> None:
             raise ConfigError(f"pipelines.{name}", over, "a mapping of overrides, e.g. {watermark: '5 minutes'}")
     if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
         raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
+
+
+def _validate_databases(cfg: TidewaterConfig) -> None:
+    for key, value in (("metastore.backend", cfg.metastore.backend), ("airflow.database", cfg.airflow.database)):
+        if value not in DATABASES[key]:
+            raise ConfigError(key, value, " or ".join(f"'{choice}'" for choice in DATABASES[key]))
+    if cfg.postgres.managed and cfg.postgres.host not in LOOPBACK:
+        raise ConfigError("postgres.host", cfg.postgres.host, "a loopback address (127.0.0.1) while postgres.managed "
+                          "is true; set postgres.managed: false for an existing server")
+    if not re.match(r"^[a-z_][a-z0-9_]{0,62}$", cfg.postgres.user):
+        raise ConfigError("postgres.user", cfg.postgres.user, "a role name: lower-case letters, digits and _")
 
 
 def _validate_brokers(k: KafkaConfig) -> None:

@@ -4,6 +4,7 @@ Each module exposes ``start(cfg)``, ``stop(cfg)``, ``healthy(cfg)`` and ``status
 """
 
 SERVICE_MODULES = (
+    "infra.services.postgres",  # only with airflow.database or metastore.backend = postgres
     "infra.services.metastore",
     "infra.services.kafka_broker",
     "infra.services.thrift_server",

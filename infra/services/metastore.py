@@ -1,9 +1,13 @@
-"""The shared Hive metastore database: Apache Derby in network-server mode on loopback.
+"""The shared Hive metastore database: Apache Derby in network-server mode on loopback, or PostgreSQL.
 
 Embedded Derby admits one JVM at a time; the network server lets the speed jobs, batch jobs,
 the Thrift server and the CLI share one catalog. Authentication is on, with a password that is
 generated on first start into ``<data_dir>/secrets/metastore.password`` (mode 0600), or taken
 from ``TIDEWATER_METASTORE_PASSWORD``.
+
+``metastore.backend: postgres``: the catalog is the ``metastore`` database of the PostgreSQL service
+(infra/services/postgres.py, its own user and password); ``start`` makes sure that server runs and
+creates the whole schema once (infra/services/metastore_schema.py), and Derby is not started.
 """
 
 from __future__ import annotations
@@ -19,17 +23,44 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
 USER = "tidewater"
+DERBY_DRIVER = "org.apache.derby.jdbc.ClientDriver"
+
+
+def on_postgres(cfg: TidewaterConfig) -> bool:
+    return cfg.metastore.backend == "postgres"
 
 
 def _process(cfg: TidewaterConfig) -> ManagedProcess:
     return ManagedProcess("metastore", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
+def connection(cfg: TidewaterConfig) -> dict[str, str]:
+    """What a Spark driver needs: JDBC URL, driver class, driver jar, user and password."""
+    from infra.services import metastore_schema, postgres
+
+    if on_postgres(cfg):
+        return {"url": postgres.jdbc_url(cfg, "metastore"), "driver": metastore_schema.PG_DRIVER,
+                "jar": str(metastore_schema.driver_jar()), "user": cfg.postgres.user, "password": postgres.password(cfg)}
+    jars = sorted(naming.jars_dir("metastore").glob("derbyclient-*.jar"))
+    return {"url": jdbc_url(cfg), "driver": DERBY_DRIVER, "jar": str(jars[0]) if jars else "", "user": USER,
+            "password": password(cfg)}
+
+
+def address(cfg: TidewaterConfig) -> str:
+    pg = cfg.postgres
+    return f"{pg.host}:{pg.port} (PostgreSQL)" if on_postgres(cfg) else f"{cfg.metastore.host}:{cfg.metastore.port}"
+
+
 def password(cfg: TidewaterConfig) -> str:
-    """The metastore password: from the environment, else generated once and kept in secrets/."""
-    if os.environ.get("TIDEWATER_METASTORE_PASSWORD"):
-        return os.environ["TIDEWATER_METASTORE_PASSWORD"]
-    path = naming.secrets_dir(cfg) / "metastore.password"
+    """The Derby metastore password."""
+    return generated_password(cfg, "TIDEWATER_METASTORE_PASSWORD", "metastore.password")
+
+
+def generated_password(cfg: TidewaterConfig, env_var: str, file_name: str) -> str:
+    """A database password: from ``env_var``, else generated once and kept in ``secrets/<file_name>`` (0600)."""
+    if os.environ.get(env_var):
+        return os.environ[env_var]
+    path = naming.secrets_dir(cfg) / file_name
     create_once(path, lambda: secrets.token_urlsafe(24))
     return path.read_text().strip()
 
@@ -39,6 +70,12 @@ def jdbc_url(cfg: TidewaterConfig) -> str:
 
 
 def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
+    if on_postgres(cfg):
+        from infra.services import metastore_schema, postgres
+
+        pid = postgres.start(cfg)  # a no-op when `up` started it already
+        metastore_schema.ensure_schema(cfg)
+        return pid
     proc = _process(cfg)
     if proc.running():
         return proc.pid() or 0
@@ -65,14 +102,24 @@ def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
 
 
 def stop(cfg: TidewaterConfig) -> bool:
-    return _process(cfg).stop(timeout=30)
+    return _process(cfg).stop(timeout=30)  # on PostgreSQL: Derby is not running; `down` stops postgres
 
 
 def healthy(cfg: TidewaterConfig) -> bool:
+    if on_postgres(cfg):
+        from infra.services import postgres
+
+        return postgres.healthy(cfg)
     return port_open(cfg.metastore.host, cfg.metastore.port)
 
 
 def status(cfg: TidewaterConfig) -> dict[str, object]:
+    if on_postgres(cfg):
+        from infra.services import postgres
+
+        row = postgres.status(cfg)
+        return {"service": "metastore", "pid": row["pid"], "address": postgres.jdbc_url(cfg, "metastore"),
+                "healthy": row["healthy"], "log": row["log"]}
     proc = _process(cfg)
     return {"service": "metastore", "pid": proc.pid(), "address": jdbc_url(cfg),
             "healthy": healthy(cfg), "log": str(proc.log_file)}

@@ -1,7 +1,11 @@
 """The e2e package shares ONE isolated stack, Spark session and Airflow across its modules: the
 REST tests and the browser test drive the same Airflow, as a user's UI and API calls would.
 Only the runs the tests trigger happen: every time schedule is set to manual (quality stays on the
-batch Assets, so a triggered publish schedules it)."""
+batch Assets, so a triggered publish schedules it).
+
+The shared stack runs on PostgreSQL (``airflow.database`` and ``metastore.backend``), so every e2e module
+also exercises the production databases; test_postgres_backends.py proves they are really used. The
+rest of the suite runs on the defaults (Derby, SQLite)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ SCHEDULE_KNOBS = [f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE" for dag in ("BATCH", "SPEE
 # module leaves a 1000 degree reading in bronze that (by design) blocks every later batch publish, and
 # the browser module triggers a Kappa replay that switches the pipeline's speed version.
 FIRST = ("test_superset_dashboard.py",)
+POSTGRES = {"TIDEWATER_METASTORE_BACKEND": "postgres", "TIDEWATER_AIRFLOW_DATABASE": "postgres"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -33,7 +38,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="package")
 def tw_env() -> Iterator[dict[str, str]]:
-    with isolated_env() as env:
+    from infra.services.process import free_port
+
+    with isolated_env({**POSTGRES, "TIDEWATER_POSTGRES_PORT": str(free_port())}) as env:
         yield env
 
 
@@ -46,8 +53,18 @@ def cfg(tw_env: dict[str, str]) -> TidewaterConfig:
 
 @pytest.fixture(scope="package")
 def stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
-    with running_stack(cfg) as running:
-        yield running
+    """PostgreSQL first (as ``tidewater up`` starts it), then the metastore (its schema) and Kafka."""
+    from infra.services import postgres
+
+    started = time.monotonic()
+    try:
+        postgres.start(cfg)
+        print(f"\nPostgreSQL ready in {time.monotonic() - started:.1f}s")
+        with running_stack(cfg) as running:
+            print(f"metastore schema and Kafka ready after {time.monotonic() - started:.1f}s")
+            yield running
+    finally:
+        postgres.stop(cfg)
 
 
 @pytest.fixture(scope="package")

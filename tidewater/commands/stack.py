@@ -123,10 +123,11 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("setup", help="fetch JVM jars with Maven into .cache/jars (idempotent)")
     p.add_argument("--force", action="store_true", help="run Maven even if jars are cached")
     p.set_defaults(handler=cmd_setup)
-    p = sub.add_parser("up", help="start the local stack (metastore, Kafka, Thrift, job service, Airflow) "
+    p = sub.add_parser("up", help="start the local stack ([PostgreSQL,] metastore, Kafka, Thrift, job service, Airflow) "
                                   "and create topics")
     p.add_argument("--only", nargs="*", metavar="SERVICE",
-                   help="start only these services: metastore, kafka_broker, thrift_server, job_service, airflow")
+                   help="start only these services: postgres, metastore, kafka_broker, thrift_server, job_service, "
+                        "airflow")
     p.set_defaults(handler=cmd_up, json=False)
     p = sub.add_parser("down", help="stop speed jobs and every local service")
     p.set_defaults(handler=cmd_down)
