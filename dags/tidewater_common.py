@@ -123,8 +123,10 @@ def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime |
     """What the supervisor does for one pipeline: (``start``|``restart``|``none``, reason). Nothing
     while a replay or rollback switches versions (it froze the job on purpose).
 
-    ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and the
-    last recorded micro-batch older than ``STALL_TRIGGERS`` trigger intervals (min 3 minutes).
+    ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and neither
+    a micro-batch recorded nor the job started within ``STALL_TRIGGERS`` trigger intervals (min 3
+    minutes): a job restarted after a crash finds its last batch as old as the crash, and must get
+    that long for its first micro-batch (warm-up, backlog) before it counts as stalled.
     """
     if status.get("switch_in_progress"):
         return "none", "a replay or rollback is switching versions; it restarts the job itself"
@@ -135,13 +137,20 @@ def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime |
     limit = max(STALL_TRIGGERS * max(trigger_seconds, 1), STALL_MIN_SECONDS)
     if last is None or lag <= 0:
         return "none", f"running (pid {status.get('pid')}), lag {lag}"
-    last_dt = last if isinstance(last, datetime) else datetime.fromisoformat(str(last))
-    if last_dt.tzinfo is None:
-        last_dt = last_dt.replace(tzinfo=UTC)
+    last_dt = _utc(last)
+    started = status.get("started_at")
+    since_start = ((now or datetime.now(UTC)) - _utc(started)).total_seconds() if started else None
     age = ((now or datetime.now(UTC)) - last_dt).total_seconds()
+    if since_start is not None and since_start <= limit:
+        return "none", f"started {since_start:.0f}s ago (pid {status.get('pid')}), last batch {age:.0f}s ago, lag {lag}"
     if age > limit:
         return "restart", f"stalled: last batch {age:.0f}s ago (> {limit}s) with lag {lag}"
     return "none", f"running (pid {status.get('pid')}), last batch {age:.0f}s ago, lag {lag}"
+
+
+def _utc(value: Any) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def speed_status(pipeline: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from lakehouse import naming
@@ -92,7 +93,9 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
 
     version = active_version(cfg, p.name)
     proc = speed_process(cfg, p)
+    started = proc.started_at()
     out: dict[str, Any] = {"pipeline": p.name, "version": version, "running": proc.running(), "pid": proc.pid(),
+                           "started_at": datetime.fromtimestamp(started, UTC).isoformat() if started else None,
                            "log": str(proc.log_file),
                            "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
     last = latest_progress(cfg, p.name, version=version)

@@ -50,6 +50,15 @@ class ManagedProcess:
     def running(self) -> bool:
         return self.pid() is not None
 
+    def started_at(self) -> float | None:
+        """When the live process started (epoch seconds: its PID file is written at the start), or None."""
+        if self.pid() is None:
+            return None
+        try:
+            return self.pid_file.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
     def start(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None,
               marker: str | None = None) -> int:
         """Start ``argv`` detached (own session), append output to the log, write the PID file.

@@ -83,6 +83,11 @@ def test_speed_decision_rule() -> None:
     assert speed_decision(stalled, 5, now)[0] == "restart"
     idle = {**stalled, "lag": {"0": 0}}  # no data waiting: an old batch is not a stall
     assert speed_decision(idle, 5, now)[0] == "none"
+    # restarted after a crash: the last batch is as old as the crash, but the new job gets its own
+    # grace period (warm-up, the re-run micro-batch, a backlog), and is a stall only after it
+    restarted = {**stalled, "started_at": (now - timedelta(seconds=40)).isoformat()}
+    assert speed_decision(restarted, 5, now)[0] == "none"
+    assert speed_decision({**restarted, "started_at": (now - timedelta(minutes=4)).isoformat()}, 5, now)[0] == "restart"
     assert last_json('… staging\n{"run_id": "r1", "windows": 3}\n') == {"run_id": "r1", "windows": 3}
 
 

@@ -82,10 +82,15 @@ def cmd_down(args: argparse.Namespace) -> int:
     from spark_jobs.speed_control import stop_all_speed
 
     cfg = config_from(args)
+    services = list(reversed(_services()))
+    schedulers = [svc for svc in services if _name(svc) == "airflow"]  # first: its speed supervisor
+    for svc in schedulers:                                               # would restart the jobs stopped next
+        if svc.stop(cfg):
+            print(f"stopped {_name(svc)}")
     for name in stop_all_speed(cfg):
         print(f"stopped speed job {name}")
-    for svc in reversed(_services()):
-        if svc.stop(cfg):
+    for svc in services:
+        if svc not in schedulers and svc.stop(cfg):
             print(f"stopped {_name(svc)}")
     return 0
 
