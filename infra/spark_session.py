@@ -42,6 +42,15 @@ LOG4J2_CONFIG = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properti
 FAIR_POOLS = LOG4J2_CONFIG.with_name("fairscheduler.xml")
 
 
+def metastore_drivers(configured: str) -> list[str]:
+    """The configured metastore's JDBC driver jar first, then the other backends' found in the cache: a
+    driver JVM outlives one configuration (the tests' JVM serves modules on Derby and on PostgreSQL),
+    and its class path is fixed when it starts."""
+    found = [str(jar) for pattern in ("derbyclient-*.jar", "postgresql-*.jar")
+             for jar in sorted(naming.jars_dir("metastore").glob(pattern))[-1:]]
+    return [configured, *(jar for jar in found if jar != configured)]
+
+
 def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     """All Spark settings as a dict (also used to build spark-submit command lines)."""
     from infra.services import metastore
@@ -55,7 +64,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
         "spark.app.name": app_name,
         "spark.master": cfg.spark.master,
         "spark.jars": ",".join(spark_jars()),
-        "spark.driver.extraClassPath": os.pathsep.join([db["jar"], str(hive_extras[0])]),
+        "spark.driver.extraClassPath": os.pathsep.join([*metastore_drivers(db["jar"]), str(hive_extras[0])]),
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
                                                    utc.JVM_FLAG, *cfg.jvm_flags]),
         "spark.executor.extraJavaOptions": utc.JVM_FLAG,
