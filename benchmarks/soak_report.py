@@ -104,10 +104,11 @@ def write_files(run: dict[str, Any], samples: list[dict[str, Any]], batches: lis
     files = {"json": str(out_dir / f"{stem}.json"), "markdown": str(out_dir / f"{stem}.md"),
              "chart": str(out_dir / f"{stem}.png")}
     run["files"] = files
-    charts(run, samples, batches, Path(files["chart"]))
+    # the figures first: a chart that cannot be drawn must not lose the result
     Path(files["json"]).write_text(json.dumps({**run, "samples": samples, "micro_batches": batches},
                                               indent=1, default=str))
     Path(files["markdown"]).write_text(markdown(run))
+    charts(run, samples, batches, Path(files["chart"]))
     return files
 
 
