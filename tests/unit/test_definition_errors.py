@@ -74,12 +74,12 @@ def test_pipeline_overrides_must_be_mappings(tmp_path: Path, value: str) -> None
 def test_unknown_service_names_list_the_valid_ones() -> None:
     from tidewater.commands.stack import select_services
 
-    with pytest.raises(TidewaterError, match="unknown service 'thrift'; valid names: metastore, kafka_broker, "
+    with pytest.raises(TidewaterError, match="unknown service 'thrift'; valid names: postgres, metastore, kafka_broker, "
                                              "thrift_server, job_service, airflow"):
         select_services(["kafka_broker", "thrift"])
     assert [s.__name__ for s in select_services(["thrift_server"])] == ["infra.services.thrift_server"]
     assert [s.__name__.split(".")[-1] for s in select_services(None)] == [
-        "metastore", "kafka_broker", "thrift_server", "job_service", "airflow", "superset"]  # superset starts only when bi.enabled
+        "postgres", "metastore", "kafka_broker", "thrift_server", "job_service", "airflow", "superset"]  # postgres and superset: only when enabled
 
 
 def _cli(tmp_path: Path, *args: str, config: str = "{}\n", path_env: str | None = None) -> list[str]:
