@@ -27,3 +27,13 @@ def create_once(path: Path, content: Callable[[], str]) -> None:
             os.link(tmp, path)  # atomic, and fails if the file exists
     finally:
         os.unlink(tmp)
+
+
+def generated_password(path: Path, env_var: str) -> str:
+    """A password from ``env_var``, else generated once into ``path`` (0600, ``create_once``)."""
+    import secrets
+
+    if os.environ.get(env_var):
+        return os.environ[env_var]
+    create_once(path, lambda: secrets.token_urlsafe(24))
+    return path.read_text().strip()

@@ -13,10 +13,8 @@ creates the whole schema once (infra/services/metastore_schema.py), and Derby is
 from __future__ import annotations
 
 import os
-import secrets
 
 from infra.jvm import require_java
-from infra.secret_files import create_once
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -53,16 +51,9 @@ def address(cfg: TidewaterConfig) -> str:
 
 def password(cfg: TidewaterConfig) -> str:
     """The Derby metastore password."""
-    return generated_password(cfg, "TIDEWATER_METASTORE_PASSWORD", "metastore.password")
+    from infra.secret_files import generated_password
 
-
-def generated_password(cfg: TidewaterConfig, env_var: str, file_name: str) -> str:
-    """A database password: from ``env_var``, else generated once and kept in ``secrets/<file_name>`` (0600)."""
-    if os.environ.get(env_var):
-        return os.environ[env_var]
-    path = naming.secrets_dir(cfg) / file_name
-    create_once(path, lambda: secrets.token_urlsafe(24))
-    return path.read_text().strip()
+    return generated_password(naming.secrets_dir(cfg) / "metastore.password", "TIDEWATER_METASTORE_PASSWORD")
 
 
 def jdbc_url(cfg: TidewaterConfig) -> str:

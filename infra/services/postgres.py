@@ -45,9 +45,9 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
 
 
 def password(cfg: TidewaterConfig) -> str:
-    from infra.services.metastore import generated_password
+    from infra.secret_files import generated_password
 
-    return generated_password(cfg, "TIDEWATER_POSTGRES_PASSWORD", "postgres.password")
+    return generated_password(naming.secrets_dir(cfg) / "postgres.password", "TIDEWATER_POSTGRES_PASSWORD")
 
 
 def pgpass_file(cfg: TidewaterConfig) -> Path:
