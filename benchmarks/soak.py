@@ -5,7 +5,7 @@ service, Airflow with the speed supervisor every minute and the batch DAG on a s
 pipeline's speed job), a paced producer (``benchmarks/paced_producer.py``) sends ``rate`` events/s to
 ``sensor_readings`` for ``seconds``, while ``benchmarks/soak_chaos.py`` kills -9, each once at a seeded
 random moment, the speed job, one broker, the Airflow scheduler and the Thrift server, and
-``benchmarks/soak_samples.py`` samples RSS and consumer lag every 10 s. Then ``benchmarks/soak_checks.py``
+``benchmarks/soak_samples.py`` samples memory (PSS) and consumer lag every 10 s. Then ``benchmarks/soak_checks.py``
 (exactly once, serving = oracle) and ``benchmarks/soak_report.py`` (flatness, charts, JSON + Markdown).
 
 ``--quick`` (the integration test's): 3 minutes, every fault still injected once; flatness is
@@ -80,7 +80,7 @@ def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: boo
     run["flatness"] = flatness_figures(samples, batches, (s.warm_up_s, float(s.seconds)), s.rate)
     flat_failed = failed_flatness(run["flatness"])
     if s.flatness_gates:
-        res.check("flat after the warm-up: RSS, micro-batch duration, lag (see flatness)", [], flat_failed)
+        res.check("flat after the warm-up: memory, micro-batch duration, lag (see flatness)", [], flat_failed)
     res.finish()
     run.update(checks=res.checks, notes=res.notes, ok=res.status == "ok",
                finished_at=datetime.now(UTC).isoformat(timespec="seconds"))

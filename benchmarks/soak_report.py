@@ -1,6 +1,6 @@
 """Flatness figures, charts and the result files of a soak (``benchmarks/results/<stamp>-soak[-quick].*``).
 
-Flatness of a series (RSS of a process, micro-batch duration, consumer lag) after the warm-up: the
+Flatness of a series (memory of a process, micro-batch duration, consumer lag) after the warm-up: the
 median of its last 10% against the median of its first 10%, and its least-squares slope. It passes
 when ``last <= first x RATIO + SLACK`` (the thresholds below, written into the result); a series that
 grows without bound fails that over 30 minutes, while a fault's spike in the middle does not.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 # series -> (ratio, slack in the series' unit): the pass/fail threshold of flatness
-THRESHOLDS: dict[str, tuple[float, float]] = {"rss_mb": (1.3, 128.0), "micro_batch_s": (1.5, 0.5)}
+THRESHOLDS: dict[str, tuple[float, float]] = {"pss_mb": (1.3, 128.0), "micro_batch_s": (1.5, 0.5)}
 LAG_RATIO, LAG_SLACK_S = 2.0, 5.0  # lag: last <= first x 2 + what the producer sends in 5 s
 
 
@@ -36,14 +36,14 @@ def flatness(points: list[tuple[float, float]], span: tuple[float, float], ratio
 def flatness_figures(samples: list[dict[str, Any]], batches: list[tuple[float, float, int]], span: tuple[float, float],
                      rate: int) -> dict[str, Any]:
     """Flatness of every series between the end of the warm-up and the end of production (``span``, s)."""
-    out: dict[str, Any] = {"rss_mb": {}, "span_s": span}
-    names = sorted({n for s in samples for n in s.get("rss_mb", {})})
-    ratio, slack = THRESHOLDS["rss_mb"]
+    out: dict[str, Any] = {"pss_mb": {}, "span_s": span}
+    names = sorted({n for s in samples for n in s.get("pss_mb", {})})
+    ratio, slack = THRESHOLDS["pss_mb"]
     for name in names:
-        series = [(s["t"], s["rss_mb"][name]) for s in samples if name in s.get("rss_mb", {})]
+        series = [(s["t"], s["pss_mb"][name]) for s in samples if name in s.get("pss_mb", {})]
         figure = flatness(series, span, ratio, slack)
         figure["restarts"] = len({s["pid"][name] for s in samples if name in s.get("pid", {})}) - 1
-        out["rss_mb"][name] = figure
+        out["pss_mb"][name] = figure
     ratio, slack = THRESHOLDS["micro_batch_s"]
     out["micro_batch_s"] = flatness([(t, d) for t, d, _ in batches], span, ratio, slack)
     lag = [(s["t"], float(s["lag"])) for s in samples if s.get("lag") is not None]
@@ -53,27 +53,31 @@ def flatness_figures(samples: list[dict[str, Any]], batches: list[tuple[float, f
 
 def failed_flatness(figures: dict[str, Any]) -> list[str]:
     """The series whose flatness failed (named as in the figures)."""
-    failed = [f"rss_mb.{n}" for n, f in figures["rss_mb"].items() if f["ok"] is False]
+    failed = [f"pss_mb.{n}" for n, f in figures["pss_mb"].items() if f["ok"] is False]
     return failed + [k for k in ("micro_batch_s", "lag_records") if figures[k]["ok"] is False]
 
 
 def charts(run: dict[str, Any], samples: list[dict[str, Any]], batches: list[tuple[float, float, int]],
            path: Path) -> None:
-    """One PNG, three panels over time: RSS per process, micro-batch duration, consumer lag; faults marked."""
+    """One PNG, three panels over time: memory per process, micro-batch duration, consumer lag; faults marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (rss, mb, lag) = plt.subplots(3, 1, figsize=(13, 11), sharex=True)
-    names = sorted({n for s in samples for n in s.get("rss_mb", {})})
+    fig, (memory, mb, lag) = plt.subplots(3, 1, figsize=(13, 11), sharex=True)
+    names = sorted({n for s in samples for n in s.get("pss_mb", {})})
     palette = plt.get_cmap("tab20")
     for i, name in enumerate(names):
-        pts = [(s["t"] / 60, s["rss_mb"][name]) for s in samples if name in s.get("rss_mb", {})]
-        rss.plot(*zip(*pts, strict=True), label=name, linewidth=1, color=palette(i % 20))
-    rss.set_ylabel("RSS (MiB, with children)")
+        pts = [(s["t"] / 60, s["pss_mb"][name]) for s in samples if name in s.get("pss_mb", {})]
+        memory.plot(*zip(*pts, strict=True), label=name, linewidth=1, color=palette(i % 20))
+    runs = [(s["t"] / 60, sum(s.get("task_runs_mb", {}).values())) for s in samples if "pss_mb" in s]
+    if runs:
+        memory.plot(*zip(*runs, strict=True), label="Airflow task runs (transient)", linewidth=0.8, color="black",
+                 linestyle=":")
+    memory.set_ylabel("PSS (MiB, with children)")
     if names:
-        rss.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        memory.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if batches:
         mb.plot([t / 60 for t, _, _ in batches], [d for _, d, _ in batches], ".", markersize=2)
     mb.set_ylabel("speed micro-batch (s)")
@@ -83,13 +87,13 @@ def charts(run: dict[str, Any], samples: list[dict[str, Any]], batches: list[tup
     lag.set_ylabel("consumer lag (records)")
     lag.set_xlabel("minutes since the producer started")
     for fault in run["faults"]:
-        for ax in (rss, mb, lag):
+        for ax in (memory, mb, lag):
             if fault["injected_s"] is not None:
                 ax.axvline(fault["injected_s"] / 60, color="red", linestyle="--", linewidth=0.8)
         if fault["injected_s"] is not None:
-            rss.annotate(fault["kind"], (fault["injected_s"] / 60, rss.get_ylim()[1]), fontsize=7, color="red",
+            memory.annotate(fault["kind"], (fault["injected_s"] / 60, memory.get_ylim()[1]), fontsize=7, color="red",
                          rotation=90, va="top")
-    for ax in (rss, mb, lag):  # the span judged for flatness: end of the warm-up to end of production
+    for ax in (memory, mb, lag):  # the span judged for flatness: end of the warm-up to end of production
         for t in (run["settings"]["warm_up_s"], run["settings"]["seconds"]):
             ax.axvline(t / 60, color="grey", linestyle=":", linewidth=0.8)
     fig.suptitle(f"Tidewater soak {run['started_at']}: {run['settings']['rate']} events/s, seed {run['seed']}")
@@ -129,7 +133,7 @@ def markdown(run: dict[str, Any]) -> str:
     lines += ["", f"## Flatness (from the {s['warm_up_s']:.0f} s warm-up to the end of production; gating: "
               f"{s['flatness_gates']})", "",
               "| series | first 10% median | last 10% median | slope /min | threshold | ok |", "|---|---|---|---|---|---|"]
-    rows = [(f"RSS {n} (MiB; restarts {f.get('restarts')})", f) for n, f in fl["rss_mb"].items()]
+    rows = [(f"PSS {n} (MiB; restarts {f.get('restarts')})", f) for n, f in fl["pss_mb"].items()]
     rows += [("speed micro-batch (s)", fl["micro_batch_s"]), ("consumer lag (records)", fl["lag_records"])]
     lines += [f"| {name} | {f.get('first_10pct_median')} | {f.get('last_10pct_median')} | {f.get('slope_per_min')} | "
               f"{f.get('threshold')} | {f['ok']} |" for name, f in rows]

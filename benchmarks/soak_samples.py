@@ -1,7 +1,8 @@
 """What the soak samples while it runs, every ``SAMPLE_S`` seconds, and the micro-batches it reads at the end.
 
-* RSS of every managed process of the stack, each with its descendants (the speed job's Python driver
-  and its JVM; an Airflow component and its workers), with its PID so a restart shows;
+* memory (PSS) of every managed process of the stack, each with its descendants (the speed job's
+  Python driver and its JVM; an Airflow component and its workers), with its PID so a restart shows;
+  Airflow task runs apart (``soak_stack.tree_memory_mb``);
 * consumer lag: the topic's end offsets minus the offsets the speed job's checkpoint committed
   (``benchmarks.s7_sustained.consumer_lag``);
 * every ``READ_EVERY`` samples, one read of ``serving.<p>`` through the Thrift server, as a dashboard
@@ -42,16 +43,16 @@ class Sampler(threading.Thread):
 
     def sample(self, read: bool) -> dict[str, Any]:
         from benchmarks.s7_sustained import consumer_lag
-        from benchmarks.soak_stack import process_names, tree_rss_mb
+        from benchmarks.soak_stack import process_names, tree_memory_mb
         from infra.services.process import ManagedProcess
         from lakehouse import naming
 
-        out: dict[str, Any] = {"t": round(time.time() - self.t0, 1), "rss_mb": {}, "pid": {}}
+        out: dict[str, Any] = {"t": round(time.time() - self.t0, 1), "pss_mb": {}, "task_runs_mb": {}, "pid": {}}
         for name in process_names(self.cfg):
             pid = ManagedProcess(name, naming.run_dir(self.cfg), naming.logs_dir(self.cfg)).pid()
-            rss = tree_rss_mb(pid) if pid else None
-            if rss is not None:
-                out["rss_mb"][name], out["pid"][name] = rss, pid
+            memory = tree_memory_mb(pid) if pid else None
+            if memory is not None:
+                out["pss_mb"][name], out["task_runs_mb"][name], out["pid"][name] = *memory, pid
         try:
             out["lag"] = consumer_lag(self.cfg, self.p.topic)
         except Exception as exc:  # e.g. the broker the admin client asked was just killed

@@ -106,8 +106,16 @@ def process_names(cfg: TidewaterConfig) -> list[str]:
     return sorted(f.stem for f in naming.run_dir(cfg).glob("*.pid"))
 
 
-def tree_rss_mb(pid: int) -> float | None:
-    """Resident memory of a process and all its descendants (a job's Python driver and its JVM), MiB."""
+TASK_RUN_TITLE = "airflow worker -- "  # the process title of an Airflow task run (airflow.sdk task_runner)
+
+
+def tree_memory_mb(pid: int) -> tuple[float, float] | None:
+    """Memory of a process and its descendants, MiB of PSS: (long-lived processes, Airflow task runs).
+
+    PSS, not RSS: forked workers (Airflow's executor) share copy-on-write pages with their parent,
+    and RSS would count those pages once per worker. Task runs (and what they start) come apart:
+    they live for one task, so whether one runs at the moment of a sample is noise, not growth.
+    """
     import psutil
 
     try:
@@ -115,13 +123,24 @@ def tree_rss_mb(pid: int) -> float | None:
         procs: list[Any] = [root, *root.children(recursive=True)]
     except psutil.Error:
         return None
-    total = 0
+    task_runs: set[int] = set()
     for proc in procs:
         try:
-            total += proc.memory_info().rss
+            if " ".join(proc.cmdline()).startswith(TASK_RUN_TITLE):
+                task_runs |= {proc.pid, *(c.pid for c in proc.children(recursive=True))}
         except psutil.Error:
             continue
-    return round(total / 2**20, 1)
+    long_lived = transient = 0
+    for proc in procs:
+        try:
+            pss = proc.memory_full_info().pss
+        except psutil.Error:
+            continue
+        if proc.pid in task_runs:
+            transient += pss
+        else:
+            long_lived += pss
+    return round(long_lived / 2**20, 1), round(transient / 2**20, 1)
 
 
 def jdbc_query(cfg: TidewaterConfig, sql: str) -> list[tuple[Any, ...]]:
