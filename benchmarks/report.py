@@ -86,7 +86,8 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
         width = 0.25
         for i, pct in enumerate(("p50_s", "p95_s", "p99_s")):
             ax.bar([j + i * width for j in range(len(rates))], [v[pct] or 0 for _, v in rates], width, label=pct[:-2])
-        labels = [f"{k.replace('rate_', 'asked ')}/s\nsent {v.get('achieved_rate', 0):,.0f}/s" for k, v in rates]
+        labels = [f"asked {k.removeprefix('rate_').replace('_', '/s ')}{'' if '_' in k.removeprefix('rate_') else '/s'}"
+                  f"\nsent {v.get('achieved_rate', 0):,.0f}/s" for k, v in rates]
         ax.set_xticks([j + width for j in range(len(rates))], labels)
         ax.set_ylabel("seconds from produce to visible")
         ax.set_title("End-to-end latency")

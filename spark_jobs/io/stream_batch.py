@@ -16,6 +16,10 @@ one job over the cached records answers every count; then two threads write side
    ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
    block (``io.partials_table.compact``).
 
+A micro-batch of at most ``execution_mode.INTERPRETED_MAX_RECORDS`` Kafka records (a level stream)
+runs interpreted: its per-batch literals would otherwise make Spark generate and compile new classes
+each time (``io.execution_mode``).
+
 Every Delta write is a plain append tagged with the lineage (the checkpoint's query id) and the
 micro-batch id; the query's first micro-batch, the only one Spark may be re-running after a crash,
 first asks which of its writes committed already and skips those (``io.rerun``), so nothing is written twice. The watermark is Spark's own (the query has
@@ -64,12 +68,14 @@ class StreamBatch:
     def __call__(self, df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        from spark_jobs.io import lineage
+        from spark_jobs.io import execution_mode, lineage
         from spark_jobs.io.lineage import from_floor
 
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
+        interpreted = execution_mode.use_for(df.sparkSession, execution_mode.planned_records(self.checkpoint, batch_id))
+        self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
         # the raw text is kept only where quarantine needs it: a smaller cache for every later step
