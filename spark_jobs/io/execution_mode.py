@@ -25,14 +25,14 @@ from typing import Any
 INTERPRETED_MAX_RECORDS = 10_000  # a micro-batch of up to this many Kafka records runs interpreted
 
 
-def planned_records(checkpoint: Path, batch_id: int) -> int | None:
-    """Kafka records in micro-batch ``batch_id`` (its offset-log entry minus the previous one's), or
-    None when the previous entry is gone (the first micro-batch of a checkpoint)."""
+def planned_records(checkpoint: Path, batch_id: int, end: dict[str, Any]) -> int | None:
+    """Kafka records in micro-batch ``batch_id``, whose source offsets ``end`` the caller read from its
+    offset-log entry, minus the previous entry's; None when that entry is gone (the first
+    micro-batch of a checkpoint)."""
     from spark_jobs.io.lineage import offset_log_entry
 
     if batch_id == 0 or not (checkpoint / "offsets" / str(batch_id - 1)).exists():
         return None
-    _, end = offset_log_entry(checkpoint, batch_id)
     _, start = offset_log_entry(checkpoint, batch_id - 1)
     return records_between(start, end)
 

@@ -74,7 +74,7 @@ class StreamBatch:
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
-        interpreted = execution_mode.use_for(df.sparkSession, execution_mode.planned_records(self.checkpoint, batch_id))
+        interpreted = execution_mode.use_for(df.sparkSession, execution_mode.planned_records(self.checkpoint, batch_id, end))
         self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None

@@ -27,11 +27,14 @@ def test_records_between_counts_every_partition_and_a_new_one_from_zero() -> Non
 
 
 def test_planned_records_reads_the_offset_log_of_this_and_the_previous_micro_batch(tmp_path: Path) -> None:
+    from spark_jobs.io.lineage import offset_log_entry
+
     _offset_entry(tmp_path, 4, {"sensor-readings": {"0": 1_000, "1": 2_000}})
     _offset_entry(tmp_path, 5, {"sensor-readings": {"0": 1_600, "1": 2_900}})
-    assert planned_records(tmp_path, 5) == 1_500
-    assert planned_records(tmp_path, 4) is None  # no entry 3: unknown, so generated code (the default)
-    assert planned_records(tmp_path, 0) is None
+    end = offset_log_entry(tmp_path, 5)[1]  # what StreamBatch reads for the micro-batch it runs
+    assert planned_records(tmp_path, 5, end) == 1_500
+    assert planned_records(tmp_path, 4, offset_log_entry(tmp_path, 4)[1]) is None  # no entry 3: generated code
+    assert planned_records(tmp_path, 0, {}) is None
 
 
 def test_the_threshold_covers_a_level_1000_per_second_stream_only() -> None:
