@@ -2,7 +2,8 @@
 
 stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite) -> publish (one MERGE
 into ``batch.<p>``, then the serving view moves to the new cutoff: the ``batch.<p>`` and ``serving.<p>``
-Assets, which schedule ``tidewater_quality``) -> reconcile. A failed validation fails the run before
+Assets, which schedule ``tidewater_quality``) -> reconcile (the published run's speed-vs-batch ledger
+in ``ops.reconciliation``, recorded once, and the summary). A failed validation fails the run before
 publish: the serving view is left exactly as it was. Re-running a published run's publish task is a
 no-op. Absent in Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from
 the UI (each run recomputes what changed since the last published run).
@@ -70,9 +71,11 @@ def pipeline_steps(p: str) -> None:
         return last_json(proc.stdout)
 
     @task(task_id="reconcile")
-    def reconcile(_published: dict, pipeline: str = p) -> str:
-        out = run_tidewater("reconcile", pipeline).stdout.strip()
-        return out.splitlines()[-1] if out else "reconciled"
+    def reconcile(published: dict, pipeline: str = p) -> dict:
+        proc = run_tidewater("reconcile", pipeline, "--run-id", str(published["run_id"]), "--json")
+        result = last_json(proc.stdout)
+        print(f"ledger {result['ledger']}; speed exact in {result['exact_windows']} of {result['windows']} windows")
+        return {"ledger": result["ledger"], "windows": result["windows"], "exact_windows": result["exact_windows"]}
 
     staged = stage()
     reconcile(publish(staged, validate(staged)))  # type: ignore[arg-type]  # XComArgs, resolved at run time

@@ -10,8 +10,8 @@ version (Change Data Feed) or newly completed (see ``transforms.incremental``). 
 ``batch.<p>__staging`` (``op`` = upsert | delete) and the run is recorded in ``ops.batch_runs``.
 
 ``publish``: one Delta MERGE of the staged rows into ``batch.<p>`` (full runs also delete rows that
-are not staged), so an interrupted run leaves the previous results intact; then the
-reconciliation ledger, the run's status and the serving view.
+are not staged), so an interrupted run leaves the previous results intact; then the run's status
+and the serving view. The reconciliation ledger comes after publish (``reconcile_job``).
 The CLI (``tidewater batch``) is the one entry point.
 """
 
@@ -174,8 +174,7 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 
 
 def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
-    """MERGE, ledger, run status, serving view."""
-    from spark_jobs.reconcile_job import record_ledger
+    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``)."""
     from spark_jobs.serving import publish_batch_rows, refresh_view
 
     done = batch_runs.already_published(spark, p.name, run_id)
@@ -188,8 +187,6 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     steps.done("batch MERGE")
     publish_batch_rows(spark, cfg, p, run)
     steps.done("serving rows")
-    record_ledger(spark, cfg, p, run_id, incremental_run=run["mode"] == "incremental")
-    steps.done("ledger")
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     batch_runs.save(spark, run)
@@ -211,6 +208,15 @@ def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str)
 
 
 def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
+    """Stage + validate + publish (refused in kappa mode), then the run's reconciliation ledger."""
+    from spark_jobs.reconcile_job import record_ledger
+
+    published = recompute(spark, cfg, p, full)
+    record_ledger(spark, cfg, p, published["run_id"])
+    return published
+
+
+def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Stage + validate + publish (refused in kappa mode)."""
     refuse_in_kappa(cfg, p)
     with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between

@@ -1,9 +1,14 @@
 """Write the reconciliation ledger of a published batch run, and read its summary.
 
-For every window the run finalized (its staged upserts), ``transforms.reconcile.ledger_rows``
-compares the batch value with the active speed table's value and counts the causes, using the
-bronze snapshot the run read and the quarantine table. Rows are MERGEd on the ledger grain, so
-recording the same run twice leaves one copy.
+For every window the run wrote (the rows of ``batch.<p>`` that carry its run id),
+``transforms.reconcile.ledger_rows`` compares the batch value with the active speed table's value
+and counts the causes, using the bronze snapshot the run read and the quarantine table. Rows are
+MERGEd on the ledger grain, so recording the same run twice leaves one copy.
+
+The ledger is monitoring, not part of what a run publishes: publish makes the run's windows
+visible, and the ledger follows (the DAG's ``reconcile`` task, ``tidewater reconcile <p>
+--run-id``, or the last step of a plain ``tidewater batch <p>``). It reads the published rows, not
+staging, so a run staged in between does not hide them.
 """
 
 from __future__ import annotations
@@ -12,14 +17,44 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str, incremental_run: bool = True) -> int:
-    """The run's ``ops.reconciliation`` rows (speed vs batch per window and aggregate); returns the windows."""
+def published_run(spark: SparkSession, p: Pipeline, run_id: str | None) -> dict[str, Any]:
+    """The published run ``run_id`` (the latest published run when None), or why there is none."""
+    from spark_jobs import batch_runs
+
+    contracts.ensure(spark, contracts.BATCH_RUNS)
+    done = [r for r in batch_runs.runs(spark, p.name) if r["status"] == "published"]
+    if run_id is not None:
+        done = [r for r in done if r["run_id"] == run_id]
+    if not done:
+        which = f"run {run_id!r} of {p.name} is not published" if run_id else f"no run of {p.name} is published yet"
+        raise NothingToDo(f"reconcile: {which}; publish one with 'tidewater batch {p.name}'")
+    return max(done, key=lambda r: r["published_at"])
+
+
+def has_ledger(spark: SparkSession, run_id: str) -> bool:
+    contracts.ensure(spark, contracts.RECONCILIATION)
+    return bool(spark.table(contracts.RECONCILIATION.name).where(f"run_id = '{run_id}'").limit(1).count())
+
+
+def ensure_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str | None = None) -> dict[str, Any]:
+    """Record the ledger of published run ``run_id`` (None: the latest) unless it has one already."""
+    run_id = published_run(spark, p, run_id)["run_id"]
+    if has_ledger(spark, run_id):
+        return {"run_id": run_id, "recorded": False}
+    return {"run_id": run_id, "recorded": True, "windows": record_ledger(spark, cfg, p, run_id)}
+
+
+def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str | None) -> int:
+    """The published run's ``ops.reconciliation`` rows (speed vs batch per window and aggregate);
+    returns the windows. ``run_id`` (None: the latest published run) is looked up in
+    ``ops.batch_runs`` before any SQL uses it."""
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version
@@ -27,14 +62,16 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     from spark_jobs.transforms import incremental
     from spark_jobs.transforms.reconcile import ledger_rows
 
+    run = published_run(spark, p, run_id)
+    run_id = run["run_id"]
+    incremental_run = run["mode"] == "incremental"
     contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p))
-    staged = (spark.table(naming.staging_table("batch", p.name))
-              .where(f"run_id = '{run_id}' AND op = 'upsert'").persist())
+    staged = spark.table(naming.table("batch", p.name)).where(f"run_id = '{run_id}'").persist()
     span = staged.agg(F.min("window_start").alias("lo"), F.max("window_end").alias("hi")).collect()[0]
     if span["lo"] is None:
         staged.unpersist()
         return 0
-    version = staged.select("bronze_version").collect()[0][0]
+    version = run["bronze_version"]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
     if incremental_run and p.window.type != "session":  # the staged windows' events (late ones span the history)

@@ -119,12 +119,16 @@ def asset_triggered_run(cfg: TidewaterConfig, tok: str, dag_id: str, timeout: fl
     raise AssertionError(f"no asset-triggered run of {dag_id} within {timeout}s")
 
 
-def staged_run_id(cfg: TidewaterConfig, tok: str, dag_run: dict) -> str:
-    """The batch run id the ``stage`` task of a ``tidewater_batch`` DAG run staged (its XCom)."""
-    path = (f"/api/v2/dags/tidewater_batch/dagRuns/{dag_run['dag_run_id']}/taskInstances/"
-            "sensor_readings.stage/xcomEntries/return_value")
+def task_result(cfg: TidewaterConfig, tok: str, dag_run: dict, task_id: str) -> dict:
+    """The XCom a task of a ``tidewater_batch`` DAG run returned."""
+    path = f"/api/v2/dags/tidewater_batch/dagRuns/{dag_run['dag_run_id']}/taskInstances/{task_id}/xcomEntries/return_value"
     value = api(cfg, "GET", path, tok)["value"]
-    return str((json.loads(value) if isinstance(value, str) else value)["run_id"])
+    return dict(json.loads(value) if isinstance(value, str) else value)
+
+
+def staged_run_id(cfg: TidewaterConfig, tok: str, dag_run: dict) -> str:
+    """The batch run id the ``stage`` task of a ``tidewater_batch`` DAG run staged."""
+    return str(task_result(cfg, tok, dag_run, "sensor_readings.stage")["run_id"])
 
 
 def run_cli(cfg: TidewaterConfig, *args: str) -> dict:
@@ -164,6 +168,13 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     assert published
     again = run_cli(cfg, "batch", "sensor_readings", "--publish", "--run-id", str(staged_run_id(cfg, tok, done)))
     assert again["already_published"] is True and again["status"] == "published", again  # a re-run is a no-op
+    # the reconcile task recorded the published run's ledger, once: a retry finds it and records nothing
+    run_id = staged_run_id(cfg, tok, done)
+    ledger = task_result(cfg, tok, done, "sensor_readings.reconcile")["ledger"]
+    assert ledger == {"run_id": run_id, "recorded": True, "windows": len(published)}, ledger
+    assert spark.table("ops.reconciliation").where(f"run_id = '{run_id}'").count() == 4 * len(published)
+    retried = run_cli(cfg, "reconcile", "sensor_readings", "--run-id", run_id, "--json")
+    assert retried["ledger"] == {"run_id": run_id, "recorded": False}, retried
     before = serving_snapshot(spark)
     assert before[0], "serving view is empty after a published run"
 

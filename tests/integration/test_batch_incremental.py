@@ -112,7 +112,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     assert len(ledger) == third["windows_written"]
     assert ledger == {k: v for k, v in copies_per_window(sent).items() if k in ledger}
     assert any(ledger.values()), "the re-sent duplicates fall into some of the run's windows"
-    # a retried publish writes the run's ledger again: its MERGE (narrowed to the run's own rows)
+    # recording the run's ledger again (a retried reconcile task): its MERGE (narrowed to the run's own rows)
     # replaces them, and no earlier run's rows change
     from spark_jobs.reconcile_job import record_ledger
 

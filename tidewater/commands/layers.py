@@ -73,13 +73,23 @@ def cmd_serving(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from spark_jobs.reconcile_job import summary
+    """Record the ledger of the published run (``--run-id``, else the latest) if it has none yet,
+    then print the summary. With no published run and no ``--run-id``, only the summary."""
+    from lakehouse.errors import NothingToDo
+    from spark_jobs.reconcile_job import ensure_ledger, summary
     from spark_jobs.transforms.reconcile import format_summary
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
-    s = summary(_spark(cfg, "tidewater-reconcile"), p)
-    print(json.dumps(s, default=str, indent=2) if args.json else format_summary(p.name, s))
+    spark = _spark(cfg, "tidewater-reconcile")
+    try:
+        ledger: dict[str, Any] | None = ensure_ledger(spark, cfg, p, args.run_id)
+    except NothingToDo:
+        if args.run_id:
+            raise
+        ledger = None
+    s = {**summary(spark, p), "ledger": ledger}
+    print(json.dumps(s, default=str) if args.json else format_summary(p.name, s))
     return 0
 
 
@@ -143,6 +153,7 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(handler=cmd_serving)
     p = sub.add_parser("reconcile", help="speed vs batch: exact share, largest errors, causes")
     add_pipeline_arg(p)
+    p.add_argument("--run-id", help="the published run whose ledger to record (default: the latest)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_reconcile)
     p = sub.add_parser("replay", help="rebuild the speed table from the Kafka log into a new version (kappa)")
