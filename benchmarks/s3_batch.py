@@ -123,6 +123,7 @@ def recompute_seconds(steps: dict[str, float]) -> float:
     return round(steps["stage"] + steps["validate"] + steps["publish"], 2)
 
 
+MIN_SPAN_MS = 600_000  # bronze spans at least 10 minutes of event time (full size: 16M ms, 4.4 hours)
 INCREMENTAL_ROUNDS = 3  # the first runs on a JVM that has not run an incremental yet; the job service's are warm
 
 
@@ -137,7 +138,9 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     n, start = sizes.batch_events, fill.base_ms(days_ago=3)
     contracts.ensure(spark, contracts.bronze(p))
     t0 = time.monotonic()
-    gen = fill.events(spark, n, sizes.sensors, start, prefix="b-")
+    step_ms = max(1, MIN_SPAN_MS // n)  # small sizes: enough event time that windows complete by the cutoff
+    span_ms = n * step_ms
+    gen = fill.events(spark, n, sizes.sensors, start, step_ms=step_ms, prefix="b-")
     fill.as_bronze(gen, "bench-bronze-fill").write.format("delta").mode("append").saveAsTable(
         naming.table("bronze", PIPELINE))
     res.metrics["fill_bronze_s"] = round(time.monotonic() - t0, 1)
@@ -154,11 +157,11 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.metrics["duckdb"] = {"seconds": round(duck_s, 2)}
     res.add_checks(compare_with_duckdb(cfg, con, full["cutoff"], "full"))
 
-    windows = n // 60_000 * sizes.sensors or sizes.sensors
+    windows = span_ms // 60_000 * sizes.sensors or sizes.sensors
     late = max(1, int(windows * sizes.late_fraction))
     rounds = []
     for r in range(INCREMENTAL_ROUNDS):
-        late_rows = fill.events(spark, late, sizes.sensors, start + r * 7_919, step_ms=max(1, n // late),
+        late_rows = fill.events(spark, late, sizes.sensors, start + r * 7_919, step_ms=max(1, span_ms // late),
                                 prefix=f"late{r}-")
         fill.as_bronze(late_rows, "bench-bronze-late").write.format("delta").mode("append").saveAsTable(
             naming.table("bronze", PIPELINE))
