@@ -96,5 +96,4 @@ def summary(spark: SparkSession, p: Pipeline) -> dict[str, Any]:
     from spark_jobs.transforms.reconcile import summarize
 
     contracts.ensure(spark, contracts.RECONCILIATION)
-    rows = spark.table(contracts.RECONCILIATION.name).where(f"pipeline = '{p.name}'").collect()
-    return summarize(r.asDict() for r in rows)
+    return summarize(spark.table(contracts.RECONCILIATION.name).where(f"pipeline = '{p.name}'"))

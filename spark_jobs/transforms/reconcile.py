@@ -10,15 +10,13 @@ aggregate (the ``ops.reconciliation`` contract minus run id / time):
 * ``duplicates_removed``: bronze rows of the window minus distinct event ids;
 * ``quarantined``: quarantined records whose key and timestamp are parseable and fall in the window.
 
-``summarize(rows)`` is plain Python over ledger rows (latest run per window): share of windows where
-the speed layer was exact; per aggregate the windows where it differs (a missing speed value or a
-NaN is a difference) and its largest absolute and relative error; and cause totals.
+``summarize(ledger)`` counts, in Spark, over the latest row per window and aggregate: the share of
+windows where the speed layer was exact; per aggregate the windows where it differs (a missing speed
+value or a NaN is a difference) and its largest absolute and relative error; and cause totals.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.contracts import DOUBLE_TOLERANCE
@@ -96,47 +94,50 @@ def ledger_rows(p: Pipeline, batch_rows: DataFrame, speed_rows: DataFrame, raw_b
     ).select("window_key", "window_start", "window_end", "a.*", "late_events", "duplicates_removed", "quarantined")
 
 
-def latest_per_window(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep, for every (window, aggregate), the row of the most recent run."""
-    best: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows:
-        key = (row["window_key"], row["window_start"], row["window_end"], row["aggregate"])
-        if key not in best or (row["recorded_at"], row["run_id"]) > (best[key]["recorded_at"], best[key]["run_id"]):
-            best[key] = row
-    return list(best.values())
+WINDOW = ("window_key", "window_start", "window_end")
+CAUSES = (("late_events", "late_events"), ("duplicates_removed", "duplicates_removed"), ("quarantined", "quarantined"))
 
 
-def _worse(current: float, value: float | None) -> float:
-    """The larger error; NaN (a NaN on either side) wins, a missing value (None) does not count."""
-    if value is None or math.isnan(current):
-        return current
-    return value if math.isnan(value) or value > current else current
+def latest_rows(ledger: DataFrame) -> DataFrame:
+    """For every (window, aggregate), the row of the most recent run (``recorded_at``, then ``run_id``)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    latest = Window.partitionBy(*WINDOW, "aggregate").orderBy(F.col("recorded_at").desc(), F.col("run_id").desc())
+    return ledger.withColumn("_rn", F.row_number().over(latest)).where("_rn = 1").drop("_rn")
 
 
-def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Share of exact windows, and per aggregate: windows where it differs (``windows_differing``,
-    of which ``missing_in_speed`` had no speed value) and the largest errors (over latest rows)."""
-    latest = latest_per_window(rows)
-    windows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    errors: dict[str, dict[str, Any]] = {}
-    for row in latest:
-        key = (row["window_key"], row["window_start"], row["window_end"])
-        w = windows.setdefault(key, {"exact": True, "late": row["late_events"] or 0,
-                                     "dups": row["duplicates_removed"] or 0, "quarantined": row["quarantined"] or 0})
-        w["exact"] = w["exact"] and bool(row["exact"])
-        e = errors.setdefault(row["aggregate"], {"windows_differing": 0, "missing_in_speed": 0,
-                                                 "max_abs_error": 0.0, "max_rel_error": 0.0})
-        if not row["exact"]:
-            e["windows_differing"] += 1
-            e["missing_in_speed"] += row["speed_value"] is None
-        e["max_abs_error"] = _worse(e["max_abs_error"], row["abs_error"])
-        e["max_rel_error"] = _worse(e["max_rel_error"], row["rel_error"])
-    n = len(windows)
-    causes = {name: {"events": sum(w[k] for w in windows.values()), "windows": sum(1 for w in windows.values() if w[k])}
-              for name, k in (("late_events", "late"), ("duplicates_removed", "dups"), ("quarantined", "quarantined"))}
-    return {"windows": n, "exact_windows": sum(1 for w in windows.values() if w["exact"]),
-            "exact_share": (sum(1 for w in windows.values() if w["exact"]) / n) if n else None,
-            "errors": errors, "causes": causes}
+def summarize(ledger: DataFrame) -> dict[str, Any]:
+    """Share of exact windows, and per aggregate: windows where it differs (``windows_differing``, of
+    which ``missing_in_speed`` had no speed value) and the largest errors, over the latest rows. Spark
+    does the counting (a ledger grows by windows x aggregates per run); two small results come back.
+    A NaN error is the largest (Spark orders NaN above every number); a missing error does not count."""
+    from pyspark.sql import functions as F
+
+    latest = latest_rows(ledger).persist()
+    try:
+        exact = F.coalesce(F.col("exact"), F.lit(False))
+        per_agg = latest.groupBy("aggregate").agg(
+            F.count_if(~exact).alias("windows_differing"),
+            F.count_if(~exact & F.col("speed_value").isNull()).alias("missing_in_speed"),
+            F.coalesce(F.max("abs_error"), F.lit(0.0)).alias("max_abs_error"),
+            F.coalesce(F.max("rel_error"), F.lit(0.0)).alias("max_rel_error")).collect()
+        windows = latest.groupBy(*WINDOW).agg(
+            F.bool_and(exact).alias("exact"),
+            *(F.coalesce(F.max(col), F.lit(0)).alias(name) for name, col in CAUSES))
+        totals = windows.agg(
+            F.count(F.lit(1)).alias("n"), F.count_if("exact").alias("exact_windows"),
+            *(F.coalesce(F.sum(name), F.lit(0)).alias(f"{name}_events") for name, _ in CAUSES),
+            *(F.count_if(F.col(name) != 0).alias(f"{name}_windows") for name, _ in CAUSES)).collect()[0]
+    finally:
+        latest.unpersist()
+    n = int(totals["n"])
+    return {"windows": n, "exact_windows": int(totals["exact_windows"]),
+            "exact_share": (int(totals["exact_windows"]) / n) if n else None,
+            "errors": {r["aggregate"]: {k: r[k] for k in ("windows_differing", "missing_in_speed", "max_abs_error",
+                                                         "max_rel_error")} for r in per_agg},
+            "causes": {name: {"events": int(totals[f"{name}_events"]), "windows": int(totals[f"{name}_windows"])}
+                       for name, _ in CAUSES}}
 
 
 def format_summary(pipeline: str, s: dict[str, Any]) -> str:

@@ -1,17 +1,21 @@
-"""``tidewater reconcile``'s summary (plain Python over ledger rows) shows every aggregate that
+"""``tidewater reconcile``'s summary (counted in Spark over ledger rows) shows every aggregate that
 differs, how often and by how much (issue 11, defect 12)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from lakehouse import contracts
 from spark_jobs.transforms.reconcile import format_summary, summarize
 
-pytestmark = pytest.mark.unit
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = pytest.mark.spark
 T0 = dt.datetime(2026, 11, 20, 8, 0)
 
 
@@ -29,19 +33,25 @@ def _row(aggregate: str, window: int, speed: float | None, batch: float, run: st
             "recorded_at": T0 + dt.timedelta(hours=1 if run == "r1" else 2)}
 
 
+def ledger(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """Ledger rows as ``ops.reconciliation`` holds them."""
+    columns = contracts.RECONCILIATION.column_names
+    return spark.createDataFrame([tuple(r[c] for c in columns) for r in rows], contracts.RECONCILIATION.schema)
+
+
 def _table_line(text: str, aggregate: str) -> str:
     lines = [line for line in text.splitlines() if line.split()[:1] == [aggregate]]
     assert len(lines) == 1, text
     return lines[0]
 
 
-def test_lift_rides_distinct_skiers_errors_are_shown() -> None:
+def test_lift_rides_distinct_skiers_errors_are_shown(spark: SparkSession) -> None:
     """The reported case: ride counts exact, approximate distinct skiers off by up to 5.3% in 31 of
     32 windows. The table must name distinct_skiers, in how many windows it differs and how much."""
     skiers_speed = {0: 100.0, 7: 105.3}  # exact in window 0, 5.3% too high in window 7, 2% elsewhere
     rows = [r for w in range(32) for r in (_row("ride_count", w, 140.0, 140.0),
                                            _row("distinct_skiers", w, skiers_speed.get(w, 102.0), 100.0))]
-    s = summarize(rows)
+    s = summarize(ledger(spark, rows))
     assert (s["windows"], s["exact_windows"]) == (32, 1)
     skiers = s["errors"]["distinct_skiers"]
     assert skiers["windows_differing"] == 31
@@ -53,13 +63,13 @@ def test_lift_rides_distinct_skiers_errors_are_shown() -> None:
     assert "0" in _table_line(text, "ride_count").split(), text
 
 
-def test_missing_or_nan_speed_values_count_as_differences() -> None:
+def test_missing_or_nan_speed_values_count_as_differences(spark: SparkSession) -> None:
     """A window the speed layer never emitted, or a NaN, is a difference, not an error of 0."""
     rows = [_row("avg_temperature", 0, None, 21.5, counting=False),
             _row("avg_temperature", 1, math.nan, 20.0, counting=False),
             _row("avg_temperature", 2, 20.0, 20.0, counting=False),
             _row("event_count", 0, 10.0, 10.0), _row("event_count", 1, 10.0, 10.0), _row("event_count", 2, 10.0, 10.0)]
-    s = summarize(rows)
+    s = summarize(ledger(spark, rows))
     avg = s["errors"]["avg_temperature"]
     assert (avg["windows_differing"], avg["missing_in_speed"]) == (2, 1)
     assert math.isnan(avg["max_abs_error"]), "a NaN difference is not reported as 0"
@@ -68,8 +78,8 @@ def test_missing_or_nan_speed_values_count_as_differences() -> None:
     assert "2" in line.split() and "nan" in line and "1 missing" in line, line
 
 
-def test_only_the_latest_run_of_a_window_counts() -> None:
+def test_only_the_latest_run_of_a_window_counts(spark: SparkSession) -> None:
     rows = [_row("ride_count", 0, 17.0, 19.0, run="r1"), _row("ride_count", 0, 19.0, 19.0, run="r2")]
-    s = summarize(rows)
+    s = summarize(ledger(spark, rows))
     assert (s["windows"], s["exact_windows"], s["errors"]["ride_count"]["windows_differing"]) == (1, 1, 0)
     assert "all aggregates exact" in format_summary("lift_rides", s)
