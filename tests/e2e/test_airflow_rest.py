@@ -169,10 +169,11 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     again = run_cli(cfg, "batch", "sensor_readings", "--publish", "--run-id", str(staged_run_id(cfg, tok, done)))
     assert again["already_published"] is True and again["status"] == "published", again  # a re-run is a no-op
     # the reconcile task recorded the published run's ledger, once: a retry finds it and records nothing
-    run_id = staged_run_id(cfg, tok, done)
+    staged = task_result(cfg, tok, done, "sensor_readings.stage")
+    run_id, windows = str(staged["run_id"]), int(staged["windows"])
     ledger = task_result(cfg, tok, done, "sensor_readings.reconcile")["ledger"]
-    assert ledger == {"run_id": run_id, "recorded": True, "windows": len(published)}, ledger
-    assert spark.table("ops.reconciliation").where(f"run_id = '{run_id}'").count() == 4 * len(published)
+    assert windows and ledger == {"run_id": run_id, "recorded": True, "windows": windows}, (ledger, staged)
+    assert spark.table("ops.reconciliation").where(f"run_id = '{run_id}'").count() == 4 * windows
     retried = run_cli(cfg, "reconcile", "sensor_readings", "--run-id", run_id, "--json")
     assert retried["ledger"] == {"run_id": run_id, "recorded": False}, retried
     before = serving_snapshot(spark)
