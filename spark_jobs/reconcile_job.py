@@ -29,13 +29,11 @@ def published_run(spark: SparkSession, p: Pipeline, run_id: str | None) -> dict[
     from spark_jobs import batch_runs
 
     contracts.ensure(spark, contracts.BATCH_RUNS)
-    done = [r for r in batch_runs.runs(spark, p.name) if r["status"] == "published"]
-    if run_id is not None:
-        done = [r for r in done if r["run_id"] == run_id]
-    if not done:
+    run = batch_runs.last_published(spark, p.name) if run_id is None else batch_runs.already_published(spark, p.name, run_id)
+    if run is None:
         which = f"run {run_id!r} of {p.name} is not published" if run_id else f"no run of {p.name} is published yet"
         raise NothingToDo(f"reconcile: {which}; publish one with 'tidewater batch {p.name}'")
-    return max(done, key=lambda r: r["published_at"])
+    return run
 
 
 def has_ledger(spark: SparkSession, run_id: str) -> bool:

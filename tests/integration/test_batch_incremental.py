@@ -120,6 +120,10 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     before = sorted(spark.sql(per_run).collect())
     assert record_ledger(spark, cfg, p, third["run_id"]) == third["windows_written"]
     assert sorted(spark.sql(per_run).collect()) == before and len(before) == 3
+    from lakehouse.errors import NothingToDo
+
+    with pytest.raises(NothingToDo, match="run 'no-such-run' of sensor_readings is not published"):
+        record_ledger(spark, cfg, p, "no-such-run")  # checked against ops.batch_runs before any SQL
 
     incremental = table_rows(spark, p)
     assert incremental == exact_sensor_windows(sent, third["cutoff"])
