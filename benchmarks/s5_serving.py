@@ -187,7 +187,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         conn.close()
         timings, errors = concurrent_clients(cfg, queries, sizes.serving_queries)
         if not res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3]):
-            res.notes.append(f"Thrift server log, last lines:\n{thrift_server.log_tail(cfg)}")
+            res.notes.append(f"Thrift server log, first errors:\n{thrift_server.log_evidence(cfg)}")
         res.metrics["concurrent"] = {**summary(timings), "clients": CLIENTS} if timings else {}
     finally:
         live.stopping.set()

@@ -98,7 +98,12 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
             print(f"speed: query {name} failed ({first_line}); restarting it from its checkpoint "
                   f"({restarts[name]}/{MAX_RESTARTS})", file=sys.stderr, flush=True)
             again = which if name == STREAM else [name]
-            queries[name] = start_queries(spark, cfg, p, version, again, starting_offsets)[name]
+            try:
+                queries[name] = start_queries(spark, cfg, p, version, again, starting_offsets)[name]
+            except Exception as exc:  # the old query stays failed: the next pass tries again, counted
+                print(f"speed: restart of query {name} failed ({str(exc).strip()[:300]}); trying again",
+                      file=sys.stderr, flush=True)
+                time.sleep(2)
         time.sleep(0.5)
     return []
 

@@ -40,9 +40,18 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
     return ManagedProcess("thrift_server", naming.run_dir(cfg), naming.logs_dir(cfg))
 
 
-def log_tail(cfg: TidewaterConfig, lines: int = 40) -> str:
-    """The last lines of the server's log (kept in a failed check's evidence before a test stack is deleted)."""
-    return _process(cfg).tail(lines)
+def log_evidence(cfg: TidewaterConfig, errors: int = 3, context: int = 12, last: int = 10) -> str:
+    """What a failed check keeps of the server's log before a test stack is deleted: the first
+    ``errors`` ERROR entries with ``context`` lines each (the cause: the last lines of a server whose
+    SparkContext stopped are only the stop's own stack trace), then the last ``last`` lines."""
+    proc = _process(cfg)
+    try:
+        lines = proc.log_file.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    starts = [i for i, line in enumerate(lines) if " ERROR " in line or "Exception in thread" in line][:errors]
+    parts = ["\n".join(lines[i:i + context]) for i in starts]
+    return "\n...\n".join([*parts, "last lines:", "\n".join(lines[-last:])])
 
 
 def spark_submit() -> Path:

@@ -64,6 +64,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         # the usual response to a failOnDataLoss stop: delete the checkpoint. A new lineage must
         # neither skip (same txnAppId) nor double (re-read from earliest) a single record
         proc = speed_process(cfg, p)
+        assert proc.running(), f"speed job died on its own after the graceful restart:\n{proc.tail(60)}"
         assert proc.stop(timeout=0, sig=signal.SIGKILL)
         old = checkpoint_dir(cfg, PIPELINE, "stream", 1)
         old_lineage = (query_id(old), committed_batches(old))
