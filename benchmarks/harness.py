@@ -21,9 +21,10 @@ from benchmarks.sizes import SIZES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink",
-             7: "s7_sustained"}
+             7: "s7_sustained", 8: "s8_flat_cost"}
 NAMES = {1: "Speed-layer catch-up throughput", 2: "End-to-end latency", 3: "Batch full vs incremental vs DuckDB",
-         4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up", 7: "Sustained rate"}
+         4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up", 7: "Sustained rate",
+         8: "Flat cost as history grows"}
 
 
 def machine_facts() -> dict[str, Any]:

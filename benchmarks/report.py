@@ -97,6 +97,19 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         out.append(str(path))
+    series = by_id.get(8, {}).get("metrics", {}).get("flat", {}).get("series") or []
+    if series:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.plot([h / 1e6 for h, _ in series], [d for _, d in series], "o-", markersize=3, color="#2b7bba")
+        ax.set_xlabel("history already written (million bronze rows) when the micro-batch ran")
+        ax.set_ylabel("micro-batch seconds")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Flat cost: micro-batch duration as history grows")
+        fig.tight_layout()
+        path = folder / f"{stem}-flat-cost.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        out.append(str(path))
     return out
 
 

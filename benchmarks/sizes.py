@@ -17,13 +17,14 @@ class Sizes:
     serving_queries: int       # scenario 5: repetitions per query
     sustained_rate: int        # scenario 7: events/s held for sustained_seconds
     sustained_seconds: int
+    flat_events: int           # scenario 8: events through the speed layer for the flat-cost figure
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 1_000, 20),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 10_000, 180),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 10_000, 600),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 1_000, 20, 60_000),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 10_000, 180, 2_000_000),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 10_000, 600, 20_000_000),
 }
