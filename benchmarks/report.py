@@ -52,6 +52,15 @@ def markdown(run: dict[str, Any], charts: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _save(fig: Any, path: Path) -> str:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
 def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
     import matplotlib
 
@@ -74,11 +83,7 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
         ax.set_xscale("log")
         ax.set_xlabel("events / s, log scale (same run, same machine)")
         ax.set_title("Catch-up throughput")
-        fig.tight_layout()
-        path = folder / f"{stem}-throughput.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path))
+        out.append(_save(fig, folder / f"{stem}-throughput.png"))
     lat = by_id.get(2, {}).get("metrics", {})
     rates = [(k, v) for k, v in lat.items() if isinstance(v, dict) and "p50_s" in v]
     if rates:
@@ -92,11 +97,7 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
         ax.set_ylabel("seconds from produce to visible")
         ax.set_title("End-to-end latency")
         ax.legend()
-        fig.tight_layout()
-        path = folder / f"{stem}-latency.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path))
+        out.append(_save(fig, folder / f"{stem}-latency.png"))
     series = by_id.get(8, {}).get("metrics", {}).get("flat", {}).get("series") or []
     if series:
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -105,11 +106,7 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
         ax.set_ylabel("micro-batch seconds")
         ax.set_ylim(bottom=0)
         ax.set_title("Flat cost: micro-batch duration as history grows")
-        fig.tight_layout()
-        path = folder / f"{stem}-flat-cost.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out.append(str(path))
+        out.append(_save(fig, folder / f"{stem}-flat-cost.png"))
     return out
 
 
