@@ -3,7 +3,8 @@ micro-batches take <= 1.2x the first 10% at equal batch size).
 
 It runs on a stack of its own (``harness.OWN_STACK``): the topic gets ``sizes.flat_events`` generator
 events (``benchmarks.fill``) from a day ago on, 1 ms apart (20M events: 5.6 hours of event time, none
-in the future, which the parser quarantines, and none behind the watermark of earlier live events); the speed job runs as ``tidewater speed start`` runs it and catches up. Its micro-batches
+in the future, which the parser quarantines, and none behind the watermark of earlier live events);
+the speed job runs as ``tidewater speed start`` runs it and catches up. Its micro-batches
 (``ops.stream_progress``: duration and input rows) give the flatness figure (``progress.batch_growth``:
 full-size batches, the first one left out) and the series of duration against the history the job
 had already written (bronze rows before the batch), charted by ``benchmarks.report``. Checks:
