@@ -67,7 +67,7 @@ lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and serv
 	@$(BIN)/mypy tidewater lakehouse spark_jobs infra expectations tests dags benchmarks
 	@$(BIN)/lint-imports
 
-bench: setup ## Full benchmark run, Flink peer included (74 min on 2 cores; writes benchmarks/results/)
+bench: setup ## Full benchmark run, Flink peer included (about 90 min on 2 cores; writes benchmarks/results/)
 	@$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"
 	@bash benchmarks/setup-flink.sh
 	@$(BIN)/tidewater bench
