@@ -113,3 +113,12 @@ def batch_growth(batches: list[tuple[datetime, float, int]], size: int) -> dict[
     first, last = sum(full[:k]) / k, sum(full[-k:]) / k
     return {"full_batches": len(full), "first_10pct_s": round(first, 2), "last_10pct_s": round(last, 2),
             "last_over_first": round(last / first, 3) if first else None}
+
+
+def speed_batches(cfg: Any, pipeline: str, since: datetime) -> list[tuple[datetime, float, int]]:
+    """(batch time, duration s, input rows) of ``pipeline``'s speed micro-batches since ``since``."""
+    from spark_jobs.io.ops_reader import read_rows
+
+    rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == pipeline and r["query"] == "speed"]
+    return sorted((r["batch_time"], r["batch_duration_ms"] / 1000.0, int(r["input_rows"] or 0)) for r in rows
+                  if r["batch_time"] is not None and r["batch_time"] >= since)

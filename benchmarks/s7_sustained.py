@@ -49,12 +49,10 @@ def slope(points: list[tuple[float, int]]) -> float:
 def batch_durations(cfg: TidewaterConfig, since: float, until: float) -> list[float]:
     from datetime import UTC, datetime
 
-    from spark_jobs.io.ops_reader import read_rows
+    from benchmarks.progress import speed_batches
 
     lo, hi = (datetime.fromtimestamp(t, UTC).replace(tzinfo=None) for t in (since, until))
-    rows = sorted((r["batch_time"], r["batch_duration_ms"] / 1000.0) for r in read_rows(cfg, "ops.stream_progress")
-                  if r["query"] == "speed" and r["input_rows"] and r["batch_time"] and lo <= r["batch_time"] <= hi)
-    return [d for _, d in rows]
+    return [seconds for at, seconds, rows in speed_batches(cfg, PIPELINE, lo) if rows and at <= hi]
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import fill
-from benchmarks.progress import batch_growth
+from benchmarks.progress import batch_growth, speed_batches
 from benchmarks.result import ScenarioResult
 from benchmarks.s1_catchup import PIPELINE
 from benchmarks.sizes import Sizes
@@ -28,15 +28,6 @@ from lakehouse.config import TidewaterConfig
 
 GOAL_LAST_OVER_FIRST = 1.2
 PREFIX = "flat-"
-
-
-def speed_batches(cfg: TidewaterConfig, since: datetime) -> list[tuple[datetime, float, int]]:
-    """(batch time, duration s, input rows) of the pipeline's speed micro-batches since ``since``."""
-    from spark_jobs.io.ops_reader import read_rows
-
-    rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == PIPELINE and r["query"] == "speed"]
-    return sorted((r["batch_time"], r["batch_duration_ms"] / 1000.0, int(r["input_rows"] or 0)) for r in rows
-                  if r["batch_time"] is not None and r["batch_time"] >= since)
 
 
 def history_series(batches: list[tuple[datetime, float, int]], before: int) -> list[tuple[int, float]]:
@@ -76,7 +67,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     finally:
         stop_speed(cfg, p)
     res.check("the speed job caught up", True, caught_up)
-    batches = speed_batches(cfg, since)
+    batches = speed_batches(cfg, PIPELINE, since)
     series = history_series(batches, 0)
     busy = [b for b in batches if b[2]]
     span = (max(t.timestamp() + d for t, d, _ in busy) - min(t.timestamp() for t, _, _ in busy)) if busy else 0.0
