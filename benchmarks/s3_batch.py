@@ -7,7 +7,7 @@ session; DuckDB runs the same aggregation (dedup on event_id by Kafka position, 
 per sensor, count/avg/min/max) over the same live Parquet files of the bronze snapshot. The batch
 table must equal DuckDB's result for every window ending at or before the run's cutoff.
 Late data: ~1% of the windows each get one more event (an old event time, new event id), in each of
-``INCREMENTAL_ROUNDS`` incremental runs; the reconciliation ledger that follows each publish is timed apart.
+``sizes.incremental_rounds`` incremental runs; the reconciliation ledger that follows each publish is timed apart.
 """
 
 from __future__ import annotations
@@ -124,7 +124,6 @@ def recompute_seconds(steps: dict[str, float]) -> float:
 
 
 MIN_SPAN_MS = 600_000  # bronze spans at least 10 minutes of event time (full size: 16M ms, 4.4 hours)
-INCREMENTAL_ROUNDS = 3  # the first runs on a JVM that has not run an incremental yet; the job service's are warm
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
@@ -160,7 +159,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     windows = span_ms // 60_000 * sizes.sensors or sizes.sensors
     late = max(1, int(windows * sizes.late_fraction))
     rounds = []
-    for r in range(INCREMENTAL_ROUNDS):
+    for r in range(sizes.incremental_rounds):
         late_rows = fill.events(spark, late, sizes.sensors, start + r * 7_919, step_ms=max(1, span_ms // late),
                                 prefix=f"late{r}-")
         fill.as_bronze(late_rows, "bench-bronze-late").write.format("delta").mode("append").saveAsTable(
@@ -181,7 +180,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                   "bare_pyspark/full (goal >= 0.8)": ratio(bare_s, full_s),
                   "bare_pyspark/full with its ledger": ratio(bare_s, full_s + full_steps["ledger"])}
     res.settings = {"bronze_events_generated": n, "late_events_per_round": late, "late_windows_share": sizes.late_fraction,
-                    "incremental_rounds": INCREMENTAL_ROUNDS, "duckdb_threads": 2, "spark.master": cfg.spark.master}
+                    "incremental_rounds": sizes.incremental_rounds, "duckdb_threads": 2, "spark.master": cfg.spark.master}
     res.notes.append("batch timed in-process (spark_jobs.batch, the code 'tidewater batch' runs; no JVM start-up) step by"
                      " step: a run's seconds are stage + quality gate + publish (until its windows are served); the"
                      " reconciliation ledger that follows publish is timed apart (steps_s.ledger). DuckDB timed on the"

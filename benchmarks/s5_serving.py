@@ -160,7 +160,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.settings = {"table": table, "client": "pyhive (HiveServer2 binary, NOSASL)", "repetitions": sizes.serving_queries,
                     "warm_up": 2, "sensor": sensor, "hour": [str(h) for h in hour], "day": [str(d) for d in day],
                     "live_load": f"speed job running, {LIVE_RATE} events/s produced during the measurement",
-                    "concurrent_clients": CLIENTS, "goals_p95_s": GOALS_S}
+                    "concurrent_clients": CLIENTS, "concurrent_rounds": sizes.concurrent_rounds, "goals_p95_s": GOALS_S}
     p = load_pipeline(PIPELINE, cfg.pipelines)
     live = LiveLoad(cfg, p.topic, LIVE_RATE)
     try:
@@ -185,7 +185,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                       len(expected) > 0 and [normalize(r) for r in got] == [normalize(r) for r in expected])
             res.metrics[name] = {**summary(timings), "rows": len(got)}
         conn.close()
-        timings, errors = concurrent_clients(cfg, queries, sizes.serving_queries)
+        timings, errors = concurrent_clients(cfg, queries, sizes.concurrent_rounds)
         if not res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3]):
             res.notes.append(f"Thrift server log, first errors:\n{thrift_server.log_evidence(cfg)}")
         res.metrics["concurrent"] = {**summary(timings), "clients": CLIENTS} if timings else {}

@@ -14,17 +14,19 @@ class Sizes:
     latency_seconds: int             # scenario 2: seconds per rate
     batch_events: int          # scenario 3 (and 4): bronze events
     late_fraction: float       # scenario 3: share of windows touched by late data
-    serving_queries: int       # scenario 5: repetitions per query
+    serving_queries: int       # scenario 5: repetitions per query, one client
+    concurrent_rounds: int     # scenario 5: queries per client of the concurrent clients
     sustained_rate: int        # scenario 7: events/s held for sustained_seconds
     sustained_seconds: int
     flat_events: int           # scenario 8: events through the speed layer for the flat-cost figure
+    incremental_rounds: int    # scenario 3: incremental runs (the first on a JVM that has not run one yet)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 1_000, 20, 60_000),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 10_000, 180, 2_000_000),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 10_000, 600, 20_000_000),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 3),
 }

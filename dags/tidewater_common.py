@@ -124,9 +124,11 @@ def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime |
     while a replay or rollback switches versions (it froze the job on purpose).
 
     ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and neither
-    a micro-batch recorded nor the job started within ``STALL_TRIGGERS`` trigger intervals (min 3
-    minutes): a job restarted after a crash finds its last batch as old as the crash, and must get
-    that long for its first micro-batch (warm-up, backlog) before it counts as stalled.
+    a micro-batch recorded, nor the job started, nor its Spark work advanced (``advanced_at``:
+    ``spark_jobs/io/liveness.py``) within ``STALL_TRIGGERS`` trigger intervals (min 3 minutes). A job
+    restarted after a crash finds its last batch as old as the crash; its first micro-batch may take
+    minutes (warm-up, a backlog on a busy machine) while its tasks advance: that is not a stall, and
+    restarting it there would stop it inside the batch it must finish.
     """
     if status.get("switch_in_progress"):
         return "none", "a replay or rollback is switching versions; it restarts the job itself"
@@ -143,6 +145,11 @@ def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime |
     age = ((now or datetime.now(UTC)) - last_dt).total_seconds()
     if since_start is not None and since_start <= limit:
         return "none", f"started {since_start:.0f}s ago (pid {status.get('pid')}), last batch {age:.0f}s ago, lag {lag}"
+    advanced = status.get("advanced_at")
+    advanced_age = ((now or datetime.now(UTC)) - _utc(advanced)).total_seconds() if advanced else None
+    if age > limit and advanced_age is not None and advanced_age <= limit:
+        return "none", (f"working (pid {status.get('pid')}): last batch {age:.0f}s ago, its Spark tasks advanced "
+                        f"{advanced_age:.0f}s ago, lag {lag}")
     if age > limit:
         return "restart", f"stalled: last batch {age:.0f}s ago (> {limit}s) with lag {lag}"
     return "none", f"running (pid {status.get('pid')}), last batch {age:.0f}s ago, lag {lag}"

@@ -4,8 +4,8 @@ The queries (``spark_jobs.speed_queries``): for tumbling and sliding windows ONE
 query (roles ``ingest`` and ``speed``: bronze, quarantine and the speed table from one read of Kafka);
 for session windows an ``ingest`` and a stateful ``speed`` query. ``--version`` is the speed version;
 a Kappa replay runs only the ``speed`` role, from the earliest offsets, into a new version. Every role
-holds an exclusive lock, so none ever runs twice. A failed query is restarted from its checkpoint up
-to ``MAX_RESTARTS`` times. SIGTERM stops gracefully.
+holds an exclusive lock, so none ever runs twice. A failed query is restarted from its checkpoint while
+its ``restart_budget`` allows (a few restarts per ten minutes). SIGTERM stops gracefully.
 
 Run: ``python -m spark_jobs.speed <pipeline> [--version N] [--queries ingest,speed]``.
 """
@@ -22,6 +22,7 @@ from typing import Any
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.pipeline import Pipeline, load_pipeline
+from spark_jobs.restart_budget import MAX_RESTARTS, RESTART_WINDOW_S, RestartBudget
 from spark_jobs.speed_queries import STREAM, start_queries, stateless
 
 __all__ = ["start_queries", "run", "main"]
@@ -30,7 +31,6 @@ INGEST_VERSION = naming.INGEST_VERSION
 # Speed jobs start one at a time (session, catalog tables, queries): three JVMs creating their tables
 # in the Derby metastore at once deadlocked (the supervisor DAG starts every pipeline in parallel).
 STARTUP_WAIT_SECONDS = 900.0
-MAX_RESTARTS = 3  # per query and process; then the job exits 1 and its supervisor (Airflow) takes over
 
 
 def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> None:
@@ -73,15 +73,12 @@ def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list
 
 
 def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queries: dict[str, Any], which: list[str],
-              starting_offsets: str | None, stopping: dict[str, bool], run_seconds: float | None) -> list[tuple[str, str]]:
-    """Wait while the queries run; restart a failed query from its checkpoint (at most
-    ``MAX_RESTARTS`` times each). Returns the queries that failed for good, with their errors.
-
-    A restart is safe because every sink is idempotent. It is needed in practice: Spark 4.1's Kafka
-    source throws a NullPointerException in ``KafkaMicroBatchStream.metrics`` after re-running the
-    uncommitted batch it finds in the offset log on restart (SPARK-55271; the batch itself commits
-    first, so the next start succeeds)."""
-    started, restarts = time.monotonic(), dict.fromkeys(queries, 0)
+              starting_offsets: str | None, stopping: dict[str, bool], run_seconds: float | None,
+              liveness: Any) -> list[tuple[str, str]]:
+    """Wait while the queries run (telling ``liveness`` when their Spark work advances); restart a
+    failed query from its checkpoint while its ``RestartBudget`` allows. Returns the queries that
+    failed for good, with their errors."""
+    started, budgets = time.monotonic(), {name: RestartBudget() for name in queries}
     while not stopping["flag"]:
         if run_seconds is not None and time.monotonic() - started > run_seconds:
             return []
@@ -91,12 +88,13 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
             error = query.exception()
             if error is None:  # stopped from outside the loop
                 return []
-            if restarts[name] >= MAX_RESTARTS:
+            if not budgets[name].allow():
+                print(f"speed: query {name} failed {MAX_RESTARTS + 1} times within {RESTART_WINDOW_S:.0f} s; "
+                      "the job exits (its supervisor restarts it)", file=sys.stderr, flush=True)
                 return [(name, str(error))]
-            restarts[name] += 1
-            first_line = (str(error).strip().splitlines() or [error.__class__.__name__])[0][:300]
-            print(f"speed: query {name} failed ({first_line}); restarting it from its checkpoint "
-                  f"({restarts[name]}/{MAX_RESTARTS})", file=sys.stderr, flush=True)
+            print(f"speed: query {name} failed; restarting it from its checkpoint ({budgets[name].used()}/"
+                  f"{MAX_RESTARTS} within {RESTART_WINDOW_S:.0f} s). The error:\n{str(error).strip()[:4000]}",
+                  file=sys.stderr, flush=True)
             again = which if name == STREAM else [name]
             try:
                 queries[name] = start_queries(spark, cfg, p, version, again, starting_offsets)[name]
@@ -104,6 +102,7 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
                 print(f"speed: restart of query {name} failed ({str(exc).strip()[:300]}); trying again",
                       file=sys.stderr, flush=True)
                 time.sleep(2)
+        liveness.beat()
         time.sleep(0.5)
     return []
 
@@ -111,6 +110,7 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
 def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,
         run_seconds: float | None = None) -> None:
     from infra.spark_session import get_spark
+    from spark_jobs.io.liveness import Liveness, liveness_file
     from spark_jobs.io.progress_recorder import ProgressRecorder
     from spark_jobs.locks import exclusive
 
@@ -124,6 +124,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
     signal.signal(signal.SIGINT, _on_term)
     with exclusive(cfg, "speed-startup", STARTUP_WAIT_SECONDS):  # see STARTUP_WAIT_SECONDS
         spark = get_spark(cfg, f"tidewater-speed-{p.name}-v{version}")
+        liveness = Liveness(spark, liveness_file(cfg, p.name, version))
         recorder = ProgressRecorder(spark, cfg, p.name, query_checkpoints(cfg, p, version, which))
         recovered = recorder.recover()  # before the queries run: batches a crash left without a row
         if recovered:
@@ -132,8 +133,9 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
         queries = start_queries(spark, cfg, p, version, which, starting_offsets)
         ensure_serving_view(spark, cfg, p, version, which)
     print(f"speed: {p.name} v{version} running queries {sorted(queries)}", flush=True)
+    liveness.write()
     try:
-        failed = supervise(spark, cfg, p, version, queries, which, starting_offsets, stopping, run_seconds)
+        failed = supervise(spark, cfg, p, version, queries, which, starting_offsets, stopping, run_seconds, liveness)
     finally:
         for q in queries.values():
             if q.isActive:

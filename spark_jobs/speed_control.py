@@ -88,6 +88,7 @@ def replay_running(cfg: TidewaterConfig, pipeline: str) -> bool:
 
 def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     """Running?, last batch time, watermark, rates and consumer lag per partition (from ops)."""
+    from spark_jobs.io.liveness import last_advanced
     from spark_jobs.io.ops_reader import latest_progress
     from spark_jobs.locks import held_elsewhere, switch_lock_name
 
@@ -99,7 +100,7 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
                            "log": str(proc.log_file),
                            "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
     last = latest_progress(cfg, p.name, version=version)
-    out.update(last, topic=p.topic)
+    out.update(last, topic=p.topic, advanced_at=last_advanced(cfg, p.name, version))
     try:
         ends = offsets(cfg, p.topic)
     except Exception as exc:  # broker down: say so instead of failing the status
