@@ -51,8 +51,11 @@ def metastore_drivers(configured: str) -> list[str]:
     return [configured, *(jar for jar in found if jar != configured)]
 
 
-def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
-    """All Spark settings as a dict (also used to build spark-submit command lines)."""
+def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> dict[str, str]:
+    """All Spark settings as a dict (also used to build spark-submit command lines). ``role``: which
+    class-data-sharing archive the driver JVM maps (``infra.jvm_archive``; the Thrift server has its own)."""
+    from infra.jvm import require_java
+    from infra.jvm_archive import java_options
     from infra.services import metastore
 
     db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
@@ -60,13 +63,15 @@ def session_conf(cfg: TidewaterConfig, app_name: str) -> dict[str, str]:
     if not db["jar"] or not hive_extras:
         raise ServiceError("spark: metastore JDBC driver or hive-llap-common jar missing in .cache/jars; run 'make setup'")
     warehouse = naming.warehouse_dir(cfg)
+    class_path, jars = [*metastore_drivers(db["jar"]), str(hive_extras[0])], spark_jars()
     return {
         "spark.app.name": app_name,
         "spark.master": cfg.spark.master,
-        "spark.jars": ",".join(spark_jars()),
-        "spark.driver.extraClassPath": os.pathsep.join([*metastore_drivers(db["jar"]), str(hive_extras[0])]),
+        "spark.jars": ",".join(jars),
+        "spark.driver.extraClassPath": os.pathsep.join(class_path),
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
-                                                   utc.JVM_FLAG, *cfg.jvm_flags]),
+                                                   utc.JVM_FLAG, *cfg.jvm_flags,
+                                                   *java_options(role, require_java(), [*class_path, *jars])]),
         "spark.executor.extraJavaOptions": utc.JVM_FLAG,
         "spark.driver.memory": cfg.spark.driver_memory,
         "spark.driver.host": "127.0.0.1",

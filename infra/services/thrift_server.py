@@ -92,7 +92,7 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     """spark-submit's argv, and the settings kept off it (passwords: for ``properties_file``)."""
     from infra.spark_session import session_conf
 
-    conf = session_conf(cfg, "tidewater-thrift-server")
+    conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
     class_path = driver_class_path(conf)
     conf.pop("spark.driver.extraClassPath", None)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}

@@ -35,3 +35,16 @@ def test_table_written_in_subprocess_is_readable_by_name(spark: SparkSession, st
     detail = spark.sql("DESCRIBE DETAIL bronze.cross_process_probe").collect()[0]
     assert detail.format == "delta"
     assert detail.location.startswith("file:" + str(stack.data_dir / "warehouse"))
+
+
+def test_driver_jvms_map_the_class_data_sharing_archive(spark: SparkSession, stack: TidewaterConfig) -> None:
+    """``make test`` runs ``tidewater setup`` first, which builds the archive (``tidewater/jvm_archive.py``):
+    a driver JVM that does not map it pays ~5 s more for every start (``infra/jvm_archive.py``)."""
+    from pathlib import Path
+
+    from infra.jvm_archive import ARCHIVE_DIR
+
+    pid = spark.sparkContext._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    mapped = {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if line.endswith(".jsa")}
+    ours = [m for m in mapped if Path(m).parent == ARCHIVE_DIR and Path(m).name.startswith("driver-")]
+    assert ours, f"the driver JVM maps no archive of {ARCHIVE_DIR} ({sorted(mapped)}); run 'tidewater setup'"

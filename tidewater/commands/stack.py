@@ -55,6 +55,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
     started = time.monotonic()
     ran = fetch_jars(force=args.force)
     print(f"jars {'fetched' if ran else 'already cached'} in {time.monotonic() - started:.1f}s")
+    from tidewater.jvm_archive import build
+
+    progress("class-data-sharing archives for Spark driver JVMs (about 2 minutes the first time) …")
+    for line in build(force=args.force):
+        print(line)
     return 0
 
 

@@ -1,0 +1,44 @@
+"""Which class-data-sharing flags a driver JVM gets: the archive of its exact JVM and class path, or none."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import jvm_archive
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def jar(tmp_path: Path) -> Path:
+    path = tmp_path / "a.jar"
+    path.write_bytes(b"x" * 10)
+    return path
+
+
+def test_the_fingerprint_follows_every_jar_and_the_jvm(jar: Path, tmp_path: Path) -> None:
+    java = str(Path(os.environ.get("JAVA_HOME", "/usr")) / "bin" / "java")
+    first = jvm_archive.fingerprint(java, [str(jar)])
+    assert jvm_archive.fingerprint(java, [str(jar)]) == first
+    jar.write_bytes(b"x" * 11)  # a re-fetched jar: the old archive no longer fits
+    assert jvm_archive.fingerprint(java, [str(jar)]) != first
+    assert jvm_archive.fingerprint(java, [str(jar), str(tmp_path / "b.jar")]) != jvm_archive.fingerprint(java, [str(jar)])
+
+
+def test_options_map_the_archive_only_when_it_exists(jar: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(jvm_archive, "ARCHIVE_DIR", tmp_path / "cds")
+    monkeypatch.delenv(jvm_archive.DUMP_ENV, raising=False)
+    java = "/usr/bin/java"
+    assert jvm_archive.java_options("driver", java, [str(jar)]) == []
+    archive = jvm_archive.archive_file("driver", java, [str(jar)])
+    archive.parent.mkdir()
+    archive.write_bytes(b"cds")
+    flags = jvm_archive.java_options("driver", java, [str(jar)])
+    assert flags[0] == f"-XX:SharedArchiveFile={archive}" and "-Xlog:cds=off" in flags
+    assert jvm_archive.java_options("thrift", java, [str(jar)]) == []  # another role, another archive
+    monkeypatch.setenv(jvm_archive.DUMP_ENV, str(tmp_path / "new.jsa"))
+    assert jvm_archive.java_options("driver", java, [str(jar)]) == [f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}"]
