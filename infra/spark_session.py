@@ -43,12 +43,14 @@ FAIR_POOLS = LOG4J2_CONFIG.with_name("fairscheduler.xml")
 
 
 def metastore_drivers(configured: str) -> list[str]:
-    """The configured metastore's JDBC driver jar first, then the other backends' found in the cache: a
-    driver JVM outlives one configuration (the tests' JVM serves modules on Derby and on PostgreSQL),
-    and its class path is fixed when it starts."""
+    """Every backend's JDBC driver found in the cache, in one fixed order whatever the configuration (a
+    jar configured from elsewhere first): a driver JVM outlives one configuration (the tests' JVM serves
+    modules on Derby and on PostgreSQL), its class path is fixed when it starts, and one class path for
+    both backends lets both map the same class-data-sharing archive (``infra.jvm_archive``; JDBC picks
+    the driver by URL, not by class-path order)."""
     found = [str(jar) for pattern in ("derbyclient-*.jar", "postgresql-*.jar")
              for jar in sorted(naming.jars_dir("metastore").glob(pattern))[-1:]]
-    return [configured, *(jar for jar in found if jar != configured)]
+    return found if configured in found else [configured, *found]
 
 
 def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> dict[str, str]:

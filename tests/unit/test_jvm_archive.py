@@ -42,3 +42,17 @@ def test_options_map_the_archive_only_when_it_exists(jar: Path, tmp_path: Path, 
     assert jvm_archive.java_options("thrift", java, [str(jar)]) == []  # another role, another archive
     monkeypatch.setenv(jvm_archive.DUMP_ENV, str(tmp_path / "new.jsa"))
     assert jvm_archive.java_options("driver", java, [str(jar)]) == [f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}"]
+
+
+def test_both_metastore_backends_give_one_class_path(tmp_path: Path, monkeypatch: Any) -> None:
+    """The tests' one driver JVM starts on PostgreSQL (e2e) and serves Derby modules: with the configured
+    driver first, its class path differed from the one the archive was built with, and it ran without."""
+    from infra import spark_session
+
+    derby, postgres = tmp_path / "derbyclient-10.16.1.1.jar", tmp_path / "postgresql-42.7.8.jar"
+    derby.write_bytes(b"d")
+    postgres.write_bytes(b"p")
+    monkeypatch.setattr(spark_session.naming, "jars_dir", lambda kind: tmp_path)
+    assert spark_session.metastore_drivers(str(derby)) == spark_session.metastore_drivers(str(postgres)) \
+        == [str(derby), str(postgres)]
+    assert spark_session.metastore_drivers("/opt/other/driver.jar") == ["/opt/other/driver.jar", str(derby), str(postgres)]
