@@ -23,10 +23,10 @@ PROBE_TOPIC = "tidewater-cds-probe"
 def _targets(cfg: Any) -> dict[str, Path]:
     from infra.jvm import require_java
     from infra.jvm_archive import archive_file
+    from infra.services.thrift_server import driver_class_path
     from infra.spark_session import session_conf
 
-    conf = session_conf(cfg, "cds")
-    class_path = [*conf["spark.driver.extraClassPath"].split(os.pathsep), *conf["spark.jars"].split(",")]
+    class_path = driver_class_path(session_conf(cfg, "cds")).split(os.pathsep)  # what session_conf fingerprints
     return {role: archive_file(role, require_java(), class_path) for role in ("driver", "thrift")}
 
 
