@@ -179,12 +179,19 @@ def lag_after(ends: dict[int, tuple[int, int]], committed: dict[str, int]) -> di
 
 
 def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] = ("ingest", "speed"),
-                   version: int | None = None, timeout: float = 300.0, max_lag: int = 0) -> bool:
-    """Block until every query's committed offsets are within ``max_lag`` of the topic's end."""
+                   version: int | None = None, timeout: float = 300.0, max_lag: int = 0,
+                   job_must_run: bool = False) -> bool:
+    """Block until every query's committed offsets are within ``max_lag`` of the topic's end. With
+    ``job_must_run``, a main speed job that is gone raises at once, with its log's tail (nothing
+    restarts it here: waiting out the timeout would only hide why)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lags = [lag_records(cfg, p, q, None if q == "ingest" else version) for q in queries]
         if all(lag is not None and lag <= max_lag for lag in lags):
             return True
+        if job_must_run and not speed_process(cfg, p).running():
+            proc = speed_process(cfg, p)
+            raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file}:\n"
+                               f"{proc.tail(60)}")
         time.sleep(2)
     return False

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 from lakehouse import contracts
 from spark_jobs.io.background import Inflight
 
+APPEND_ATTEMPTS = 3
 _inflight = Inflight()  # appends under way in this process (every StreamBatch)
 TIMESTAMPS = {c for c, t in contracts.STREAM_PROGRESS.columns if t == "timestamp"}
 
@@ -53,6 +56,25 @@ def decode(text: str) -> tuple[str, list[dict[str, Any]]]:
     return str(data["tag"]), rows
 
 
+def append_with_retries(append: Any, written: Any, tag: str, attempts: int = APPEND_ATTEMPTS,
+                        pause_s: float = 2.0) -> int:
+    """``append()`` until it succeeds, at most ``attempts`` times; before each retry ``written()`` says
+    whether the failed attempt committed after all (then nothing is appended twice). Returns the
+    attempts made; the last failure is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            if attempt == 1 or not written():
+                append()
+            return attempt
+        except Exception as exc:
+            print(f"speed: ops.stream_progress append {tag} failed (attempt {attempt}/{attempts}): "
+                  f"{str(exc).strip()[:1500]}", file=sys.stderr, flush=True)
+            if attempt == attempts:
+                raise
+            time.sleep(pause_s * attempt)
+    return attempts
+
+
 class ProgressRows:
     def __init__(self, spark: Any, checkpoint: Path) -> None:
         self.spark, self.folder = spark, pending_dir(checkpoint)
@@ -67,11 +89,19 @@ class ProgressRows:
         _inflight.start(self.append, tag, rows, path)
 
     def append(self, tag: str, rows: list[dict[str, Any]], path: Path) -> None:
+        """One tagged append, tried ``APPEND_ATTEMPTS`` times: a failure that stayed would surface only
+        at the next micro-batch, and a stream that receives nothing more has none (its readers would
+        see its last micro-batch's offsets as lag until then). A retry first checks whether the failed
+        attempt committed after all."""
         from spark_jobs.io.delta_io import tagged_append
+        from spark_jobs.io.rerun import progress_written
 
         schema = contracts.STREAM_PROGRESS.schema
         values = [[r[c] for c in contracts.STREAM_PROGRESS.column_names] for r in rows]
-        tagged_append(self.spark.createDataFrame(values, schema), contracts.STREAM_PROGRESS.name, tag)
+        first = rows[0]
+        append_with_retries(
+            lambda: tagged_append(self.spark.createDataFrame(values, schema), contracts.STREAM_PROGRESS.name, tag),
+            lambda: progress_written(self.spark, first["pipeline"], first["run_id"], int(first["batch_id"])), tag)
         path.unlink(missing_ok=True)
 
     def recover(self) -> int:

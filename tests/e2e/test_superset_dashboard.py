@@ -46,12 +46,12 @@ def make_data(cfg: Any) -> None:
     cli("produce", PIPELINE, "--count", "1200", "--start-ms", str(start_ms), "--step-ms", "500",
         "--malformed", "0.01", "--seed", "21", "--id-prefix", "bi-a")
     cli("speed", "start", PIPELINE)
-    assert wait_caught_up(cfg, p, timeout=900), "speed job did not catch up"
+    assert wait_caught_up(cfg, p, timeout=900, job_must_run=True), "speed job did not catch up"
     cli("produce", PIPELINE, "--count", "60", "--start-ms", str(start_ms + 60_000), "--step-ms", "2000",
         "--seed", "22", "--id-prefix", "bi-b")
     cli("produce", PIPELINE, "--count", "400", "--start-ms", str(start_ms + 10 * 60_000), "--step-ms", "500",
         "--malformed", "0.01", "--seed", "23", "--id-prefix", "bi-c")
-    assert wait_caught_up(cfg, p, timeout=900), "speed job did not catch up"
+    assert wait_caught_up(cfg, p, timeout=900, job_must_run=True), "speed job did not catch up"
     cli("speed", "stop", PIPELINE)
     cli("batch", PIPELINE)
 

@@ -46,7 +46,8 @@ def wait_all(cfg: Any, names: list[str], what: str) -> None:
     from spark_jobs.speed_control import wait_caught_up
 
     for name in names:
-        assert wait_caught_up(cfg, load_pipeline(name, cfg.pipelines), timeout=300), f"[seed {SEED}] {name}: speed did not catch up with {what}"
+        caught_up = wait_caught_up(cfg, load_pipeline(name, cfg.pipelines), timeout=300, job_must_run=True)
+        assert caught_up, f"[seed {SEED}] {name}: speed did not catch up with {what}"
 
 
 def wait_watermark(cfg: Any, name: str, target_ms: int, read_rows: Any) -> None:

@@ -49,17 +49,17 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     send(cfg, "sensor-readings", encode(phase_a) + list(malformed.values()))
     cli("speed", "start", "sensor_readings")
     try:
-        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase A"
+        assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase A"
         # watermark is now t0 + 5:45 - 2:00 = t0 + 3:45
         ooo = [event(f"o{s}", s, t0 + 4 * MINUTE + 10_000, 50.0) for s in SENSORS]
         late = [event(f"l{i}", "s-a", t0 + MINUTE + 30_000, 45.0) for i in range(3)]
         dup_recent = [e for e in phase_a if e["timestamp"] >= t0 + 4 * MINUTE + 30_000][:3]
         dup_old = [phase_a[1]]  # event time t0 + 0:15, behind the watermark -> dropped as late
         send(cfg, "sensor-readings", encode(ooo + late + dup_recent + dup_old))
-        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase B"
+        assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase B"
         phase_c = [event(f"c{s}{i}", s, t0 + 6 * MINUTE + i * 20_000, 20.0) for s in SENSORS for i in range(4)]
         send(cfg, "sensor-readings", encode(phase_c))
-        assert wait_caught_up(cfg, p, timeout=300), "speed layer did not catch up with phase C"
+        assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase C"
         time.sleep(12)  # one more trigger: the no-data batch that evicts state and the finality update
     finally:
         stop_speed(cfg, p)
