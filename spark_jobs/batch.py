@@ -173,14 +173,20 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
         return _publish(spark, cfg, p, run_id)
 
 
-def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
-    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``)."""
+def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str,
+             just_staged: dict[str, Any] | None = None) -> dict[str, Any]:
+    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``).
+    ``just_staged``: the run this caller staged under the batch lock it still holds, so it is the
+    latest staged run and not published (``ops.batch_runs`` need not be read to know it)."""
     from spark_jobs.serving import publish_batch_rows, refresh_view
 
-    done = batch_runs.already_published(spark, p.name, run_id)
-    if done is not None:  # a retried or cleared publish task: the run is live, nothing to redo
-        return {**done, "already_published": True}
-    run = batch_runs.require_latest_staged(spark, p.name, run_id)
+    if just_staged is not None and just_staged["run_id"] == run_id:
+        run = batch_runs.as_read(just_staged)
+    else:
+        done = batch_runs.already_published(spark, p.name, run_id)
+        if done is not None:  # a retried or cleared publish task: the run is live, nothing to redo
+            return {**done, "already_published": True}
+        run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     steps = Steps()
     merge_staged(spark, p, run)
@@ -227,7 +233,7 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
             staged.update(status="failed", message=str(exc)[:1000])
             batch_runs.save(spark, staged)
             raise
-        return _publish(spark, cfg, p, staged["run_id"])
+        return _publish(spark, cfg, p, staged["run_id"], just_staged=staged)
 
 
 def bronze_empty(p: Pipeline) -> NothingToDo:

@@ -58,6 +58,13 @@ def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = Fals
     merge.execute()
 
 
+def as_read(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as ``runs`` reads it back: every column, instants as naive datetimes in this process's
+    zone (what ``collect()`` returns), so a caller that kept the row it saved needs no read."""
+    return {c: v.astimezone().replace(tzinfo=None) if isinstance(v, datetime) else v
+            for c, v in ((c, row.get(c)) for c in contracts.BATCH_RUNS.column_names)}
+
+
 def already_published(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any] | None:
     """Run ``run_id`` if it is published already (publishing it again is a no-op), else None."""
     mine = [r for r in runs(spark, pipeline) if r["run_id"] == run_id and r["status"] == "published"]

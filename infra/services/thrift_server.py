@@ -72,6 +72,24 @@ def driver_class_path(conf: dict[str, str]) -> str:
     return os.pathsep.join(entries)
 
 
+def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
+    """Spark's metastore client in a class loader of its own (the same Hive 2.3.10 jars, loaded apart).
+
+    HiveServer2 closes a session with ``SessionState.close()``, which closes the thread's Hive client
+    (``Hive.closeCurrent()``, unsynchronized). With the built-in client that is the ONE client every
+    session's catalog calls share (Spark puts it in the thread's slot at each call), so a client
+    closing its connection could null it under another client's query: ``Cannot invoke
+    IMetaStoreClient.getDatabase(String) because the return value of Hive.getMSC() is null`` (once in
+    the robustness test of tests/integration/test_jdbc.py). Loaded apart, the catalog's ``Hive`` is
+    another class than the one HiveServer2's sessions close, so a closing session never touches it."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    drivers = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e.endswith(".jar")]
+    return {"spark.sql.hive.metastore.jars": "path",
+            "spark.sql.hive.metastore.jars.path": ",".join([f"file://{jars}/*", *(f"file://{d}" for d in drivers)])}
+
+
 def properties_file(cfg: TidewaterConfig) -> Path:
     return naming.secrets_dir(cfg) / "thrift_server.properties"
 
@@ -93,6 +111,7 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     from infra.spark_session import session_conf
 
     conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
+    conf.update(isolated_metastore_client(conf))
     class_path = driver_class_path(conf)
     conf.pop("spark.driver.extraClassPath", None)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
