@@ -30,9 +30,9 @@ def test_pending_rows_live_beside_the_checkpoint_so_deleting_it_keeps_them(tmp_p
     assert not pending_dir(checkpoint).is_relative_to(checkpoint)
 
 
-class Table:
-    """A stand-in table for the retry rule only: ``fail_before`` failed appends, of which the first
-    ``commit_then_fail`` committed before failing (an error after the commit)."""
+class FlakyWrite:
+    """A counter for the pure retry rule (no table involved): its first ``fail_before`` calls raise,
+    and the first ``commit_then_fail`` of them count a row before raising (an error after a commit)."""
 
     def __init__(self, fail_before: int, commit_then_fail: int = 0) -> None:
         self.rows, self.calls, self.fail_before, self.commit_then_fail = 0, 0, fail_before, commit_then_fail
@@ -42,20 +42,20 @@ class Table:
         if self.calls <= self.commit_then_fail:
             self.rows += 1
         if self.calls <= self.fail_before:
-            raise RuntimeError("ConcurrentAppendException")
+            raise RuntimeError("transient failure")
         self.rows += 1
 
 
 def test_a_failed_progress_append_is_retried_once_written_only() -> None:
     from spark_jobs.io.stream_progress_rows import append_with_retries
 
-    transient = Table(fail_before=1)
+    transient = FlakyWrite(fail_before=1)
     assert append_with_retries(transient.append, lambda: transient.rows > 0, "q/1", pause_s=0) == 2
     assert transient.rows == 1
-    committed = Table(fail_before=1, commit_then_fail=1)  # the retry finds the row: no second append
+    committed = FlakyWrite(fail_before=1, commit_then_fail=1)  # the retry finds the row: no second append
     assert append_with_retries(committed.append, lambda: committed.rows > 0, "q/2", pause_s=0) == 2
     assert (committed.rows, committed.calls) == (1, 1)
-    broken = Table(fail_before=99)
+    broken = FlakyWrite(fail_before=99)
     with pytest.raises(RuntimeError):
         append_with_retries(broken.append, lambda: broken.rows > 0, "q/3", attempts=3, pause_s=0)
     assert (broken.rows, broken.calls) == (0, 3)
