@@ -195,8 +195,6 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
     """Create the tables that are missing. The ``ops`` tables are shared by every pipeline's jobs, which
     may start at once (the speed supervisor DAG's tasks run in parallel): a CREATE that loses the race
     is retried until the winner's table is complete, instead of the job dying at start."""
-    import time
-
     app = _application(spark)
     for contract in contracts:
         ddl = contract.ddl()
@@ -207,15 +205,23 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
             _refuse_table_for_view(spark, contract.name)
         elif contract.partitioned_by:
             _refuse_other_partitioning(spark, contract)
-        for attempt in range(40):
-            try:
-                spark.sql(ddl)
-                break
-            except Exception as exc:
-                if attempt == 39 or not any(code in str(exc) for code in CREATE_RACE_ERRORS):
-                    raise
-                time.sleep(0.5)
+        create_racing(spark, ddl)
         _ENSURED.add((app, ddl))
+
+
+def create_racing(spark: SparkSession, ddl: str) -> None:
+    """Run a ``CREATE ... IF NOT EXISTS``; while another process creates the same table (one of
+    ``CREATE_RACE_ERRORS``), try again until the winner's table is complete. Other errors raise."""
+    import time
+
+    for attempt in range(40):
+        try:
+            spark.sql(ddl)
+            return
+        except Exception as exc:
+            if attempt == 39 or not any(code in str(exc) for code in CREATE_RACE_ERRORS):
+                raise
+            time.sleep(0.5)
 
 
 def _application(spark: SparkSession) -> str:

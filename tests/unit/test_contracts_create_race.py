@@ -1,4 +1,4 @@
-"""``contracts.ensure`` when another process creates the same table at the same moment: the speed jobs
+"""``contracts.ensure`` (its ``create_racing`` step) when another process creates the same table at the same moment: the speed jobs
 of all pipelines share the ``ops`` tables and may start at once (found by tests/integration/
 test_random_streams.py: one of three jobs started together died on ``ops.stream_progress``)."""
 
@@ -29,18 +29,18 @@ class RacingSpark:
             raise RuntimeError(self.error)
 
     def session(self) -> SparkSession:
-        """This stand-in where a SparkSession is expected (``ensure`` only calls ``sql``)."""
+        """This stand-in where a SparkSession is expected (``create_racing`` only calls ``sql``)."""
         return cast("SparkSession", self)
 
 
 def test_a_create_that_loses_the_race_is_retried() -> None:
     spark = RacingSpark(2, "[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table ('`ops`.`stream_progress`')")
-    contracts.ensure(spark.session(), contracts.STREAM_PROGRESS)
+    contracts.create_racing(spark.session(), contracts.STREAM_PROGRESS.ddl())
     assert len(spark.statements) == 3 and spark.statements[-1] == contracts.STREAM_PROGRESS.ddl()
 
 
 def test_other_errors_are_not_retried() -> None:
     spark = RacingSpark(1, "[PARSE_SYNTAX_ERROR] Syntax error")
     with pytest.raises(RuntimeError, match="PARSE_SYNTAX_ERROR"):
-        contracts.ensure(spark.session(), contracts.STREAM_PROGRESS)
+        contracts.create_racing(spark.session(), contracts.STREAM_PROGRESS.ddl())
     assert len(spark.statements) == 1
