@@ -184,13 +184,12 @@ def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] =
     """Block until every query's committed offsets are within ``max_lag`` of the topic's end. With
     ``job_must_run``, a main speed job that is gone raises at once, with its log's tail (nothing
     restarts it here: waiting out the timeout would only hide why)."""
-    deadline = time.monotonic() + timeout
+    deadline, proc = time.monotonic() + timeout, speed_process(cfg, p)
     while time.monotonic() < deadline:
         lags = [lag_records(cfg, p, q, None if q == "ingest" else version) for q in queries]
         if all(lag is not None and lag <= max_lag for lag in lags):
             return True
-        if job_must_run and not speed_process(cfg, p).running():
-            proc = speed_process(cfg, p)
+        if job_must_run and not proc.running():
             raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file}:\n"
                                f"{proc.tail(60)}")
         time.sleep(2)

@@ -89,10 +89,9 @@ class ProgressRows:
         _inflight.start(self.append, tag, rows, path)
 
     def append(self, tag: str, rows: list[dict[str, Any]], path: Path) -> None:
-        """One tagged append, tried ``APPEND_ATTEMPTS`` times: a failure that stayed would surface only
-        at the next micro-batch, and a stream that receives nothing more has none (its readers would
-        see its last micro-batch's offsets as lag until then). A retry first checks whether the failed
-        attempt committed after all."""
+        """One tagged append (``append_with_retries``): a failure that stayed would surface only at the
+        next micro-batch, and a stream that receives nothing more has none (its readers would see its
+        last micro-batch's offsets as lag until then)."""
         from spark_jobs.io.delta_io import tagged_append
         from spark_jobs.io.rerun import progress_written
 
