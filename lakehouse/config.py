@@ -25,6 +25,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_CONTROLLER_PORT": "kafka.controller_port",
     "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
+    "TIDEWATER_SPEED_NICE": "spark.speed_nice",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
@@ -87,6 +88,8 @@ class SparkConfig:
     shuffle_partitions: int = 4
     trigger_seconds: int = 1
     max_offsets_per_trigger: int = 500_000
+    # CPU priority of speed and replay jobs (0 to 19, like nice): interactive queries first on busy cores
+    speed_nice: int = 10
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,8 @@ def _validate(cfg: TidewaterConfig) -> None:
             raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
+    if not 0 <= cfg.spark.speed_nice <= 19:
+        raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
     if cfg.spark.trigger_seconds < 0:
         raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
     try:

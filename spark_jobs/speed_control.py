@@ -49,7 +49,7 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
     if starting_offsets:
         argv += ["--starting-offsets", starting_offsets]
     mark = proc.log_size()  # the log is appended across runs: look only at this start's lines
-    pid = proc.start(argv)
+    pid = proc.start(argv, nice=cfg.spark.speed_nice)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if "running queries" in proc.log_since(mark):

@@ -60,10 +60,11 @@ class ManagedProcess:
             return None
 
     def start(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-              marker: str | None = None) -> int:
+              marker: str | None = None, nice: int = 0) -> int:
         """Start ``argv`` detached (own session), append output to the log, write the PID file.
         ``marker``: a part of the command line that survives an ``exec`` by a launcher script
-        (default: the longest argument), used to tell our process from a reused PID."""
+        (default: the longest argument), used to tell our process from a reused PID. ``nice``: the
+        CPU priority below everything else's (``lower_priority``)."""
         existing = self.pid()
         if existing:
             return existing
@@ -71,10 +72,12 @@ class ManagedProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
             proc = subprocess.Popen(
-                list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [*(["nice", "-n", str(nice)] if nice else []), *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
             )
         self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n{start_time(proc.pid) or ''}\n")
+        if nice:
+            lower_priority(proc.pid, nice)
         return proc.pid
 
     def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM, group: bool = True) -> bool:
@@ -113,6 +116,17 @@ class ManagedProcess:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return ""
+
+
+def lower_priority(session_leader: int, nice: int) -> None:
+    """Give a detached process's whole session less CPU than everything else when the cores are busy.
+    ``nice -n`` alone (set at the start) does nothing against processes of other sessions where the
+    kernel groups the scheduling by session (``/proc/sys/kernel/sched_autogroup_enabled``, the default
+    on most distributions): each session then gets an equal share whatever its processes' nice
+    values, so the session's own weight is lowered too. Best effort: without autogroup (no file) the
+    per-process nice is what counts."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{session_leader}/autogroup").write_text(f"{nice}\n")
 
 
 def _marker(argv: Sequence[str]) -> str:

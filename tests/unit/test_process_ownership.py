@@ -130,3 +130,35 @@ def test_pid_file_naming_no_process_of_ours(tmp_path: Path, content: str) -> Non
     started = time.monotonic()
     assert proc.stop(timeout=1) is False
     assert time.monotonic() - started < 1
+
+
+def test_a_niced_start_lowers_the_process_and_its_session(tmp_path: Path) -> None:
+    """``nice``: the process (and what it starts) runs at that nice value, and where the kernel groups
+    scheduling by session (autogroup), the session's own weight is lowered too: without it a nice
+    value does nothing against the processes of other sessions (every service has its own)."""
+    import os
+
+    proc = ManagedProcess("niced", tmp_path / "run", tmp_path / "logs")
+    pid = proc.start(["sh", "-c", "sleep 60 & wait"], nice=7)
+    try:
+        assert _wait(lambda: Path(f"/proc/{pid}/comm").read_text().strip() == "sh")  # nice exec'd its command
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        assert _wait(lambda: children.read_text().split() != [])
+        for member in (pid, int(children.read_text().split()[0])):
+            assert os.getpriority(os.PRIO_PROCESS, member) == 7
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "7"
+            assert Path("/proc/self/autogroup").read_text() != autogroup.read_text()
+        assert proc.running() and proc.pid() == pid, "the marker and start time survive nice's exec"
+    finally:
+        proc.stop(timeout=5)
+
+
+def _wait(condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
