@@ -25,10 +25,11 @@ batch table version that published the row; ``<speed table> micro-batch <K>``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, naming
+from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import sql_timestamp
@@ -62,21 +63,36 @@ def published_select(p: Pipeline, speed_table: str, batch_rows: str, batch_versi
             f"')') AS as_of{extra} FROM {batch_rows} b LEFT JOIN {speed_table} s ON {on}")
 
 
-def view_sql(p: Pipeline, mode: str, speed_table: str, cutoff: datetime | None) -> str:
-    """The SELECT behind ``serving.<p>`` (pure: the caller passes the active speed table and the cutoff).
+def view_sql(p: Pipeline, mode: str, speed_version: int, cutoff: datetime | None,
+             relation: Callable[[str], str] = str) -> str:
+    """The SELECT behind ``serving.<p>`` (pure: the caller passes the active speed version and the cutoff).
     ``as_of`` of a speed row: ``<speed table> micro-batch <K>``, K being the ``txnVersion`` of the Delta
-    commit that last wrote the row."""
+    commit that last wrote the row. ``relation``: how the view reads a Delta table given its name
+    (``refresh_view``: by its location, see ``delta_relation``); a speed table that is itself a view
+    (tumbling and sliding pipelines) is read through its fold, inlined over its partials."""
     cols = contracts.result_columns(p)
     speed_cols = ", ".join(f"s.`{c}`" for c in cols)
-    speed_as_of = f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {speed_table} s"
+    speed = contracts.speed(p, speed_version)
+    speed_table = speed.name
+    source = f"({speed_fold.fold_sql(p, relation(speed.requires[0].name))})" if speed.view else relation(speed_table)
+    speed_as_of = f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {source} s"
     if mode == "kappa":
         return (f"SELECT {speed_cols}, 'speed' AS source, "
                 f"CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality, {speed_as_of}")
     cut = sql_timestamp(cutoff or EPOCH)
     published_cols = ", ".join(f"b.`{c}`" for c in [*cols, *(c for c, _ in contracts.SERVING_COLUMNS)])
-    return (f"SELECT {published_cols} FROM {naming.published_table(p.name)} b WHERE b.window_end <= {cut} "
+    return (f"SELECT {published_cols} FROM {relation(naming.published_table(p.name))} b WHERE b.window_end <= {cut} "
             f"UNION ALL SELECT {speed_cols}, 'speed' AS source, 'provisional' AS finality, {speed_as_of} "
             f"WHERE s.window_end > {cut}")
+
+
+def delta_relation(spark: SparkSession, table: str) -> str:
+    """``delta.`<location>```: the Delta table ``table`` read by its location. A query of the view then
+    looks up only the view in the metastore, not each table behind it: the Thrift server serializes
+    every metastore call of every session behind one lock (``HiveExternalCatalog.withClient``), and
+    with 8 JDBC clients a third of their handler threads' samples waited on it (stop 28)."""
+    location = spark.sql(f"DESCRIBE DETAIL {table}").first()["location"]  # type: ignore[index]
+    return f"delta.`{location.replace('`', '``')}`"
 
 
 def publish_batch_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any]) -> None:
@@ -120,7 +136,7 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
         if created and cutoff is not None:
             backfill_published(spark, p, speed_table)
     view = naming.table("serving", p.name)
-    return replace_view(spark, view, view_sql(p, cfg.mode, speed_table, cutoff))
+    return replace_view(spark, view, view_sql(p, cfg.mode, version, cutoff, lambda t: delta_relation(spark, t)))
 
 
 def replace_view(spark: SparkSession, view: str, select: str) -> str:

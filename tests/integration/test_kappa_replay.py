@@ -170,4 +170,4 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
     assert active_version(cfg, PIPELINE) == 1
     spark.catalog.refreshTable("serving.sensor_readings")
     view_sql = spark.sql("SHOW CREATE TABLE serving.sensor_readings").collect()[0][0]
-    assert "speed.sensor_readings s" in view_sql and "__v2" not in view_sql
+    assert "speed.db/sensor_readings__partials`" in view_sql and "__v2" not in view_sql

@@ -21,9 +21,12 @@ CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def test_view_sql_lambda_cuts_batch_and_speed_on_complementary_predicates() -> None:
     p = load_pipeline("sensor_readings")
-    sql = view_sql(p, "lambda", "speed.sensor_readings__v2", CUTOFF)
-    assert "FROM serving.sensor_readings__published b WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
-    assert "FROM speed.sensor_readings__v2 s WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
+    sql = view_sql(p, "lambda", 2, CUTOFF, relation=lambda t: f"delta.`/w/{t}`")
+    assert "FROM delta.`/w/serving.sensor_readings__published` b WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
+    # the speed view's fold, inlined over the version's partials, each read by its location
+    assert "FROM delta.`/w/speed.sensor_readings__v2__partials` GROUP BY `sensor_id`, `window_start`, `window_end`) s " \
+           "WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert "concat('speed.sensor_readings__v2 micro-batch ', s.batch_id) AS as_of" in sql
     assert " UNION ALL " in sql and " JOIN " not in sql  # finality was decided at publish: no join per query
     first_select = sql.split(" FROM ", 1)[0]
     assert first_select == "SELECT " + ", ".join(f"b.`{c}`" for c in [*result_columns(p), "source", "finality", "as_of"])
@@ -41,9 +44,9 @@ def test_published_rows_get_finality_against_the_speed_layer_and_their_versions(
 
 def test_view_sql_before_any_batch_run_and_in_kappa_mode() -> None:
     p = load_pipeline("sensor_readings")
-    lam = view_sql(p, "lambda", "speed.sensor_readings", None)
+    lam = view_sql(p, "lambda", 1, None)
     assert "WHERE b.window_end <= TIMESTAMP '1970-01-01 00:00:00" in lam
-    kappa = view_sql(p, "kappa", "speed.sensor_readings", CUTOFF)
+    kappa = view_sql(p, "kappa", 1, CUTOFF)
     assert "batch." not in kappa and "UNION" not in kappa
     assert "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality" in kappa
 
