@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,7 @@ def test_a_niced_start_lowers_the_process_and_its_session(tmp_path: Path) -> Non
         proc.stop(timeout=5)
 
 
-def _wait(condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+def _wait(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
