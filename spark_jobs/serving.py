@@ -7,7 +7,8 @@ cutoff``. Both sides cut on the same column with complementary predicates, so a 
 twice nor missing, and the view is swapped by one catalog operation: ``ALTER VIEW ... AS`` (one
 metastore ``alter_table``). Not ``CREATE OR REPLACE VIEW``: Spark implements that as drop + create, and a
 reader in between gets TABLE_OR_VIEW_NOT_FOUND (seen in the Kappa replay test). Kappa mode: only the
-active speed table.
+active speed table. The view reads its Delta tables by location (``delta_relation``): a query then makes
+one metastore lookup, not one per table.
 
 Finality is decided at publish, not by a join at query time (the join made a point query 3-4x slower
 than one table, scenario 5): the publish MERGEs the run's staged windows into ``__published`` with
