@@ -160,7 +160,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.settings = {"table": table, "client": "pyhive (HiveServer2 binary, NOSASL)", "repetitions": sizes.serving_queries,
                     "warm_up": 2, "sensor": sensor, "hour": [str(h) for h in hour], "day": [str(d) for d in day],
                     "live_load": f"speed job running, {LIVE_RATE} events/s produced during the measurement",
-                    "concurrent_clients": CLIENTS, "concurrent_rounds": sizes.concurrent_rounds, "goals_p95_s": GOALS_S}
+                    "concurrent_clients": CLIENTS, "concurrent_rounds": sizes.concurrent_rounds, "goals_p95_s": GOALS_S,
+                    "thrift_max_staleness_seconds": cfg.thrift.max_staleness_seconds}
     p = load_pipeline(PIPELINE, cfg.pipelines)
     live = LiveLoad(cfg, p.topic, LIVE_RATE)
     try:
@@ -189,6 +190,9 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         if not res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3]):
             res.notes.append(f"Thrift server log, first errors:\n{thrift_server.log_evidence(cfg)}")
         res.metrics["concurrent"] = {**summary(timings), "clients": CLIENTS} if timings else {}
+        from spark_jobs.serving_cache import read_state
+
+        res.metrics["serving_cache"] = read_state(thrift_server.cache_state_file(cfg)).get("views", {}).get(table)
     finally:
         live.stopping.set()
         live.join(timeout=120)

@@ -133,6 +133,7 @@ def _soak(s: SoakSettings, rng: random.Random, res: ScenarioResult, run: dict[st
         res.check(f"the batch DAG published on its schedule ({s.batch_schedule}) during the soak",
                   f">= {s.min_scheduled_batches}", run["metrics"]["scheduled_runs_published"],
                   run["metrics"]["scheduled_runs_published"] >= s.min_scheduled_batches)
+        run["metrics"]["jdbc_caught_up_s"] = soak_checks.jdbc_caught_up(cfg, p, res)
         run["metrics"]["exactly_once"] = soak_checks.exactly_once(cfg, p, res, events)
         run["metrics"]["oracle"] = soak_checks.oracle(cfg, p, res)
     return samples, batches

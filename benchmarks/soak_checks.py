@@ -21,6 +21,7 @@ from typing import Any
 
 from benchmarks.result import ScenarioResult
 from benchmarks.stream_oracle import Record
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 
@@ -65,6 +66,23 @@ def _naive(value: datetime | None) -> datetime:
     if value is None:
         return datetime.min
     return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def jdbc_caught_up(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> float:
+    """Wait out the Thrift server's staleness bound before comparing its answers with the topic: other
+    processes' commits reach JDBC answers within ``thrift.max_staleness_seconds`` (Delta snapshots
+    reused that long), ``serving.<p>`` after one more cache rebuild. Returns the seconds waited."""
+    from benchmarks.soak_stack import jdbc_query
+    from infra.services import thrift_server
+    from spark_jobs.serving_cache import wait_fresh
+
+    started = time.monotonic()
+    time.sleep(cfg.thrift.max_staleness_seconds + 1)  # an older snapshot is refreshed before it is read
+    view = naming.table("serving", p.name)
+    text = next(str(r[1]) for r in jdbc_query(cfg, f"DESCRIBE TABLE EXTENDED {view}") if r[0] == "View Text")
+    res.check("the Thrift server's serving cache holds the tables' last commits", True,
+              wait_fresh(thrift_server.cache_state_file(cfg), view, text, timeout=120))
+    return round(time.monotonic() - started, 1)
 
 
 def exactly_once(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, produced: int) -> dict[str, Any]:

@@ -31,6 +31,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
     "TIDEWATER_POSTGRES_PORT": "postgres.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
+    "TIDEWATER_THRIFT_MAX_STALENESS_SECONDS": "thrift.max_staleness_seconds",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
     "TIDEWATER_AIRFLOW_ACTIVE_DAGS": "airflow.active_dags",
     "TIDEWATER_BI_ENABLED": "bi.enabled",
@@ -93,9 +94,15 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
-class HostPort:
+class ThriftConfig:
+    """The Spark Thrift server (JDBC); loopback only. ``max_staleness_seconds``: how far behind other
+    processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
+    the server's memory, rebuilt at most this often while its tables change (a publish or replay
+    switch at once: ``spark_jobs.serving_cache``), and other tables reuse a Delta snapshot this old
+    (``spark.databricks.delta.stalenessLimit``). 0: every query reads the tables' newest commit."""
     host: str = "127.0.0.1"
-    port: int = 0
+    port: int = 10000
+    max_staleness_seconds: int = 5
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,7 @@ class TidewaterConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     metastore: MetastoreConfig = field(default_factory=MetastoreConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
-    thrift: HostPort = field(default_factory=lambda: HostPort(port=10000))
+    thrift: ThriftConfig = field(default_factory=ThriftConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     bi: BiConfig = field(default_factory=BiConfig)
@@ -274,6 +281,9 @@ def _validate(cfg: TidewaterConfig) -> None:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if not 0 <= cfg.spark.speed_nice <= 19:
         raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
+    if not 0 <= cfg.thrift.max_staleness_seconds <= 60:
+        raise ConfigError("thrift.max_staleness_seconds", cfg.thrift.max_staleness_seconds,
+                          "an integer from 0 (every JDBC query reads the newest commit) to 60")
     if cfg.spark.trigger_seconds < 0:
         raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
     try:

@@ -51,9 +51,11 @@ def fold_partial_columns(p: Pipeline) -> list[str]:
     return out
 
 
-def fold_sql(p: Pipeline, partials: str, where: str = "", compacted: bool = False) -> str:
+def fold_sql(p: Pipeline, partials: str, where: str = "", compacted: bool = False, finality: bool = True) -> str:
     """One row per window of ``partials``. ``compacted=False``: the speed contract's columns (the
-    view); ``compacted=True``: the partials contract's columns (a compaction's output)."""
+    view); ``compacted=True``: the partials contract's columns (a compaction's output).
+    ``finality=False``: without ``is_final`` (its subquery reads the table a second time), for a
+    reader that does not use it (the lambda serving view)."""
     grain = [f"`{k}`" for k in (*p.keys, "window_start", "window_end")]
     # batch_id (and lineage): of the window's latest append; batch ids of two lineages do not compare
     head = [*grain, *fold_columns(p), "max(`max_event_time`) AS `max_event_time`",
@@ -62,7 +64,7 @@ def fold_sql(p: Pipeline, partials: str, where: str = "", compacted: bool = Fals
         cols = [*head, *fold_partial_columns(p), "max(`watermark`) AS `watermark`",
                 "max_by(`lineage`, `updated_at`) AS `lineage`", "true AS `compacted`", f"{COMPACTED_SLOT} AS `slot`"]
     else:
-        final = f"coalesce(`window_end` <= (SELECT max(`watermark`) FROM {partials}), false) AS `is_final`"
-        cols = [*head, final, *fold_partial_columns(p)]
+        final = [f"coalesce(`window_end` <= (SELECT max(`watermark`) FROM {partials}), false) AS `is_final`"]
+        cols = [*head, *(final if finality else []), *fold_partial_columns(p)]
     return (f"SELECT {', '.join(cols)} FROM {partials}{f' WHERE {where}' if where else ''} "
             f"GROUP BY {', '.join(grain)}")

@@ -1,8 +1,12 @@
 """Spark Thrift Server (HiveServer2 protocol) for BI tools, sharing the Tidewater catalog.
 
-Started with the pyspark distribution's ``spark-submit --class ...HiveThriftServer2`` and the same
-Spark settings as every job (``session_conf``: Delta, jars, Derby metastore, warehouse), so
-``serving.<p>`` and every layer table are visible by name. JDBC URL:
+Started with the pyspark distribution's ``spark-submit`` and the same Spark settings as every job
+(``session_conf``: Delta, jars, Derby metastore, warehouse), so ``serving.<p>`` and every layer table
+are visible by name. The driver program is ``spark_jobs/thrift_service.py``: it starts HiveServer2 on
+its session (``HiveThriftServer2.startWithContext``) and keeps each ``serving.<p>`` in the server's
+memory, rebuilt when its tables change (``spark_jobs.serving_cache``); other tables reuse a Delta snapshot
+for as long (``thrift.max_staleness_seconds``, Delta's ``stalenessLimit``).
+JDBC URL:
 ``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
 
 Class path: the Delta and Kafka jars go on the driver's own class path (``--driver-class-path``),
@@ -24,6 +28,7 @@ is defaulted. Put an authenticating proxy in front before exposing it beyond loo
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from infra.jvm import require_java
@@ -32,8 +37,9 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
-MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "thrift_service.py"  # run by path, not imported
 AUTH = "NOSASL"
+STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
 
 
 def _process(cfg: TidewaterConfig) -> ManagedProcess:
@@ -90,6 +96,17 @@ def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
             "spark.sql.hive.metastore.jars.path": ",".join([f"file://{jars}/*", *(f"file://{d}" for d in drivers)])}
 
 
+def cache_state_file(cfg: TidewaterConfig) -> Path:
+    """What the serving cache holds (``spark_jobs.serving_cache``: view, table versions, build time)."""
+    return naming.run_dir(cfg) / "thrift_serving_cache.json"
+
+
+def pipeline_names() -> list[str]:
+    from lakehouse.pipeline import available_pipelines
+
+    return available_pipelines()
+
+
 def properties_file(cfg: TidewaterConfig) -> Path:
     return naming.secrets_dir(cfg) / "thrift_server.properties"
 
@@ -115,15 +132,18 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     class_path = driver_class_path(conf)
     conf.pop("spark.driver.extraClassPath", None)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
-    argv = [str(spark_submit()), "--class", MAIN_CLASS, "--name", conf.pop("spark.app.name"),
+    argv = [str(spark_submit()), "--name", conf.pop("spark.app.name"),
             "--master", conf.pop("spark.master"), "--driver-memory", conf.pop("spark.driver.memory"),
             "--driver-class-path", class_path, "--properties-file", str(properties_file(cfg))]
+    server = {"hive.server2.thrift.bind.host": cfg.thrift.host, "hive.server2.thrift.port": str(cfg.thrift.port),
+              "hive.server2.authentication": AUTH, "hive.server2.transport.mode": "binary"}
+    conf.update({f"spark.hadoop.{key}": value for key, value in server.items()})  # HiveServer2 reads Hadoop's conf
+    conf[STALENESS_KEY] = f"{cfg.thrift.max_staleness_seconds}s"  # queries skip the log listing of fresh snapshots
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
-    argv.append("spark-internal")
-    for key, value in (("hive.server2.thrift.bind.host", cfg.thrift.host), ("hive.server2.thrift.port", str(cfg.thrift.port)),
-                       ("hive.server2.authentication", AUTH), ("hive.server2.transport.mode", "binary")):
-        argv += ["--hiveconf", f"{key}={value}"]
+    views = [naming.table("serving", name) for name in pipeline_names()]
+    argv += [str(MAIN_PROGRAM), "--state", str(cache_state_file(cfg)),
+             "--every", str(cfg.thrift.max_staleness_seconds), *views]
     return argv, secret
 
 
@@ -136,9 +156,10 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
                            "binds to loopback only: set thrift.host to 127.0.0.1")
     if port_open(cfg.thrift.host, cfg.thrift.port):
         raise ServiceError(f"thrift: port {cfg.thrift.port} is already in use; set thrift.port or TIDEWATER_THRIFT_PORT")
-    env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", "python3"),
+    env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOG_DIR": str(naming.logs_dir(cfg)), "SPARK_PID_DIR": str(naming.run_dir(cfg))}
     argv, secret = command(cfg)
+    cache_state_file(cfg).unlink(missing_ok=True)  # a previous server's: never read as this one's
     _write_properties(properties_file(cfg), secret)
     return start_healthy(proc, argv, lambda: healthy(cfg), timeout, "thrift: the Thrift server did not start",
                          interval=1, env=env, cwd=cfg.data_dir)
@@ -155,4 +176,21 @@ def healthy(cfg: TidewaterConfig) -> bool:
 def status(cfg: TidewaterConfig) -> dict[str, object]:
     proc = _process(cfg)
     return {"service": "thrift", "pid": proc.pid(), "address": jdbc_url(cfg), "healthy": healthy(cfg),
-            "auth": f"{AUTH} (loopback only)", "log": str(proc.log_file)}
+            "auth": f"{AUTH} (loopback only)", "serving_cache": cache_summary(cfg), "log": str(proc.log_file)}
+
+
+def cache_summary(cfg: TidewaterConfig) -> str:
+    """One line on the serving cache, from the keeper's state file."""
+    import json
+    from datetime import UTC, datetime
+
+    if not cfg.thrift.max_staleness_seconds:
+        return "off (thrift.max_staleness_seconds: 0)"
+    try:
+        state = json.loads(cache_state_file(cfg).read_text())
+    except (FileNotFoundError, ValueError):
+        return "no state yet"
+    age = (datetime.now(UTC) - datetime.fromisoformat(state["checked_at"])).total_seconds()
+    cached = sorted(v for v, facts in state.get("views", {}).items() if facts.get("cached"))
+    return (f"at most {cfg.thrift.max_staleness_seconds} s behind; checked {age:.0f} s ago; "
+            f"cached: {', '.join(cached) or 'none'}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +59,28 @@ def _once(cfg: TidewaterConfig, sql: str, user: str = "analyst") -> list[Row]:
     """A new connection for one query."""
     with closing(_connect(cfg, user)) as conn:
         return _query(conn, sql)
+
+
+def _eventually(read: Callable[[], Any], expected: Any, cfg: TidewaterConfig) -> float:
+    """Seconds until ``read()`` returns ``expected``: JDBC answers may lag other processes' commits by
+    ``thrift.max_staleness_seconds`` plus one cache rebuild; fails after that bound plus a margin for a
+    slow machine."""
+    import time
+
+    started, bound = time.monotonic(), cfg.thrift.max_staleness_seconds + 30
+    while (got := read()) != expected:
+        assert time.monotonic() - started < bound, (got, expected)
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def _wait_serving_fresh(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> None:
+    from infra.services import thrift_server
+    from spark_jobs.serving import view_text
+    from spark_jobs.serving_cache import wait_fresh
+
+    view = naming.table("serving", p.name)
+    assert wait_fresh(thrift_server.cache_state_file(cfg), view, view_text(spark, view), timeout=120)
 
 
 def _assert_no_class_errors(cfg: TidewaterConfig) -> None:
@@ -168,7 +190,8 @@ def test_queries_across_a_delta_table_change(spark: SparkSession, cfg: Tidewater
         spark.sql(f"MERGE INTO {table} t USING changed s ON t.sensor_id = s.sensor_id AND t.window_start = s.window_start "
                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
         with closing(_connect(cfg)) as new:
-            assert _query(new, sql) == [(5, 14)]
+            _eventually(lambda: _query(new, sql), [(5, 14)], cfg)
+            _wait_serving_fresh(spark, cfg, p)
             assert _query(new, f"SELECT count(*), sum(event_count) FROM serving.{p.name}") == [(5, 14)]
         assert _query(old, sql) == [(5, 14)]
         assert _query(old, f"DESCRIBE HISTORY {table}")[0][4] == "MERGE"
@@ -191,6 +214,31 @@ def test_tidewater_sql_prints_a_table(spark: SparkSession, cfg: TidewaterConfig)
 
 
 CHURN_SECONDS = 15.0
+
+
+def test_serving_is_answered_from_memory_and_takes_in_commits(spark: SparkSession, cfg: TidewaterConfig,
+                                                              thrift: TidewaterConfig) -> None:
+    """The Thrift server answers ``serving.<p>`` from its in-memory cache (the plan reads an
+    InMemoryRelation, not the Delta files), and a commit by another process reaches the answer within
+    the staleness bound through a gapless swap of the cached data (``how: swapped``), after which the
+    plan still reads memory. Before the cache, every query planned Delta scans of both tables."""
+    from infra.services import thrift_server
+    from spark_jobs.serving_cache import read_state
+
+    p = load_pipeline("sensor_readings")
+    view = naming.table("serving", p.name)
+    sql = f"SELECT count(*), sum(event_count) FROM {view}"
+    _wait_serving_fresh(spark, cfg, p)
+    assert "InMemoryRelation" in _once(cfg, f"EXPLAIN {sql}")[0][0]
+    [(rows, events)] = _once(cfg, sql)
+    write_speed_rows(spark, p, 1, _speed_frame(spark, p, [("s8", 30, 31, 7, 22.0, 4, False)]))
+    seconds = _eventually(lambda: _once(cfg, sql), [(rows + 1, events + 7)], cfg)
+    _wait_serving_fresh(spark, cfg, p)
+    facts = read_state(thrift_server.cache_state_file(cfg))["views"][view]
+    assert facts["cached"] and facts["how"] == "swapped", facts
+    assert "InMemoryRelation" in _once(cfg, f"EXPLAIN {sql}")[0][0]
+    assert seconds < cfg.thrift.max_staleness_seconds + 30, seconds
+    assert "serving.sensor_readings" in str(thrift_server.status(cfg)["serving_cache"])
 
 
 def test_closing_sessions_never_break_other_sessions_queries(spark: SparkSession, cfg: TidewaterConfig,
@@ -318,6 +366,7 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
     assert by_kind["bronze"] == {events} and by_kind["ops"] == {0}, by_kind
     assert by_kind["batch"] <= {0, published} and published in by_kind["batch"], by_kind
     assert sum(1 for kind, _ in answers) >= 50 + 8 * 8
+    _wait_serving_fresh(spark, cfg, p)
     sources = _once(cfg, f"SELECT source, min(as_of), sum(event_count) FROM serving.{p.name} GROUP BY source ORDER BY 1")
     assert [r[0] for r in sources] == ["batch", "speed"] and sum(r[2] for r in sources) == events, sources
     assert sources[1][1].startswith(f"{naming.speed_table(p.name, 2)} micro-batch"), sources

@@ -49,6 +49,7 @@ def test_view_sql_before_any_batch_run_and_in_kappa_mode() -> None:
     kappa = view_sql(p, "kappa", 1, CUTOFF)
     assert "batch." not in kappa and "UNION" not in kappa
     assert "CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality" in kappa
+    assert "AS `is_final`" in kappa and "is_final" not in lam  # lambda's speed rows are provisional: no second read
 
 
 def test_expectation_specs_per_kind() -> None:
