@@ -97,8 +97,9 @@ class SparkConfig:
 class ThriftConfig:
     """The Spark Thrift server (JDBC); loopback only. ``max_staleness_seconds``: how far behind other
     processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
-    the server's memory, rebuilt at most this often while its tables change (a publish or replay
-    switch at once: ``spark_jobs.serving_cache``), and other tables reuse a Delta snapshot this old
+    the server's memory, rebuilt at most this often while its tables change (so it lags by up to this
+    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving_cache``), and other
+    tables reuse a Delta snapshot this old
     (``spark.databricks.delta.stalenessLimit``). 0: every query reads the tables' newest commit."""
     host: str = "127.0.0.1"
     port: int = 10000
