@@ -204,9 +204,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         if not res.check(f"{CLIENTS} concurrent clients: no query failed", [], errors[:3]):
             res.notes.append(f"Thrift server log, first errors:\n{thrift_server.log_evidence(cfg)}")
         res.metrics["concurrent"] = {**summary(timings), "clients": CLIENTS} if timings else {}
-        from spark_jobs.serving_cache import read_state
-
-        res.metrics["serving_cache"] = read_state(thrift_server.cache_state_file(cfg)).get("views", {}).get(table)
+        state = thrift_server.read_cache_state(thrift_server.cache_state_file(cfg))
+        res.metrics["serving_cache"] = state.get("views", {}).get(table)
     finally:
         live.stopping.set()
         live.join(timeout=120)

@@ -75,8 +75,10 @@ def view_sql(p: Pipeline, mode: str, speed_version: int, cutoff: datetime | None
     speed_cols = ", ".join(f"s.`{c}`" for c in cols)
     speed = contracts.speed(p, speed_version)
     speed_table = speed.name
-    partials = relation(speed.requires[0].name) if speed.view else ""
-    source = f"({speed_fold.fold_sql(p, partials, finality=mode == 'kappa')})" if speed.view else relation(speed_table)
+    if speed.view:  # lambda's speed rows are all provisional: no is_final (a second read of the partials)
+        source = f"({speed_fold.fold_sql(p, relation(speed.requires[0].name), finality=mode == 'kappa')})"
+    else:
+        source = relation(speed_table)
     speed_as_of = f"concat('{speed_table} micro-batch ', s.batch_id) AS as_of FROM {source} s"
     if mode == "kappa":
         return (f"SELECT {speed_cols}, 'speed' AS source, "

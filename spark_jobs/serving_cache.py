@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infra.services.thrift_server import read_cache_state
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -151,13 +153,6 @@ class ServingCache:
             time.sleep(max(0.0, poll - (time.monotonic() - started)))
 
 
-def read_state(state: Path) -> dict[str, Any]:
-    try:
-        return dict(json.loads(state.read_text()))
-    except (FileNotFoundError, ValueError):
-        return {}
-
-
 def text_sha1(view_text: str) -> str:
     return hashlib.sha1(view_text.strip().encode()).hexdigest()
 
@@ -177,7 +172,7 @@ def wait_fresh(state: Path, view: str, view_text: str, timeout: float = 60) -> b
     deadline = time.monotonic() + timeout
     while True:
         current = {loc: latest_version(local_path(loc)) for loc in delta_locations(view_text)}
-        if is_fresh(read_state(state), view, view_text, current):
+        if is_fresh(read_cache_state(state), view, view_text, current):
             return True
         if time.monotonic() > deadline:
             return False

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from infra.jvm import require_java
 from infra.services.process import ManagedProcess, port_open, start_healthy
@@ -101,10 +102,14 @@ def cache_state_file(cfg: TidewaterConfig) -> Path:
     return naming.run_dir(cfg) / "thrift_serving_cache.json"
 
 
-def pipeline_names() -> list[str]:
-    from lakehouse.pipeline import available_pipelines
+def read_cache_state(path: Path) -> dict[str, Any]:
+    """The serving cache's state file (written by ``spark_jobs.serving_cache``); {} before the first check."""
+    import json
 
-    return available_pipelines()
+    try:
+        return dict(json.loads(path.read_text()))
+    except (FileNotFoundError, ValueError):
+        return {}
 
 
 def properties_file(cfg: TidewaterConfig) -> Path:
@@ -141,7 +146,9 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     conf[STALENESS_KEY] = f"{cfg.thrift.max_staleness_seconds}s"  # queries skip the log listing of fresh snapshots
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
-    views = [naming.table("serving", name) for name in pipeline_names()]
+    from lakehouse.pipeline import available_pipelines
+
+    views = [naming.table("serving", name) for name in available_pipelines()]
     argv += [str(MAIN_PROGRAM), "--state", str(cache_state_file(cfg)),
              "--every", str(cfg.thrift.max_staleness_seconds), *views]
     return argv, secret
@@ -181,14 +188,12 @@ def status(cfg: TidewaterConfig) -> dict[str, object]:
 
 def cache_summary(cfg: TidewaterConfig) -> str:
     """One line on the serving cache, from the keeper's state file."""
-    import json
     from datetime import UTC, datetime
 
     if not cfg.thrift.max_staleness_seconds:
         return "off (thrift.max_staleness_seconds: 0)"
-    try:
-        state = json.loads(cache_state_file(cfg).read_text())
-    except (FileNotFoundError, ValueError):
+    state = read_cache_state(cache_state_file(cfg))
+    if not state:
         return "no state yet"
     age = (datetime.now(UTC) - datetime.fromisoformat(state["checked_at"])).total_seconds()
     cached = sorted(v for v, facts in state.get("views", {}).items() if facts.get("cached"))

@@ -223,7 +223,6 @@ def test_serving_is_answered_from_memory_and_takes_in_commits(spark: SparkSessio
     the staleness bound through a gapless swap of the cached data (``how: swapped``), after which the
     plan still reads memory. Before the cache, every query planned Delta scans of both tables."""
     from infra.services import thrift_server
-    from spark_jobs.serving_cache import read_state
 
     p = load_pipeline("sensor_readings")
     view = naming.table("serving", p.name)
@@ -234,7 +233,7 @@ def test_serving_is_answered_from_memory_and_takes_in_commits(spark: SparkSessio
     write_speed_rows(spark, p, 1, _speed_frame(spark, p, [("s8", 30, 31, 7, 22.0, 4, False)]))
     seconds = _eventually(lambda: _once(cfg, sql), [(rows + 1, events + 7)], cfg)
     _wait_serving_fresh(spark, cfg, p)
-    facts = read_state(thrift_server.cache_state_file(cfg))["views"][view]
+    facts = thrift_server.read_cache_state(thrift_server.cache_state_file(cfg))["views"][view]
     assert facts["cached"] and facts["how"] == "swapped", facts
     assert "InMemoryRelation" in _once(cfg, f"EXPLAIN {sql}")[0][0]
     assert seconds < cfg.thrift.max_staleness_seconds + 30, seconds
