@@ -41,3 +41,39 @@ def fetch_jars(force: bool = False) -> bool:
         tail = "\n".join(result.stdout.splitlines()[-15:])
         raise ServiceError(f"setup: Maven could not fetch the jars:\n{tail}")
     return True
+
+
+JAVA_SOURCES = INFRA / "java"  # Tidewater's own JVM classes (the Thrift server's serving redirect)
+
+
+def tidewater_jar() -> Path:
+    return naming.jars_dir("tidewater") / "tidewater-spark.jar"
+
+
+def build_tidewater_jar() -> Path:
+    """Compile infra/java into ``tidewater_jar()`` unless it is newer than every source. Compiled with the
+    JDK's ``javac`` against pyspark's own jars (the exact classes it runs with; nothing to download),
+    into a temporary folder first, so two commands building at once never load half a jar."""
+    import os
+    import tempfile
+
+    import pyspark
+
+    jar = tidewater_jar()
+    sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    if jar.exists() and jar.stat().st_mtime >= max(s.stat().st_mtime for s in sources):
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if not javac or not jar_tool:
+        raise ServiceError("setup: 'javac' or 'jar' not found; install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
+    class_path = str(Path(pyspark.__file__).resolve().parent / "jars" / "*")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent) as work:
+        steps = [[javac, "--release", "17", "-nowarn", "-cp", class_path, "-d", f"{work}/classes", *map(str, sources)],
+                 [jar_tool, "cf", f"{work}/built.jar", "-C", f"{work}/classes", "."]]
+        for step in steps:
+            result = subprocess.run(step, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise ServiceError(f"setup: could not build {jar.name}:\n{result.stderr[-2000:]}")
+        os.replace(f"{work}/built.jar", jar)
+    return jar

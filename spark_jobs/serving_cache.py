@@ -6,19 +6,18 @@ behind it plus the speed fold's shuffle: about 0.4 s of server time on 2 cores s
 job (stop 28), so 8 clients queued for seconds. Read from Spark's in-memory columnar cache, the same
 query is one small job. The cache is built once per change of the tables, not once per query.
 
-How: Spark's cache (shared by every JDBC session of the server) matches a Delta table whatever its
-version, so a cached view does not see later commits by itself. The keeper, the main loop of the
-server's own driver (``spark_jobs.thrift_service``), looks every second at each view's stored text
-(one metastore call) and at the newest commit of each Delta table the view reads (``delta.`<loc>```,
-from the ``_delta_log`` folder: no Spark job). A new text (a publish, a replay switch) is cached at
-once (``UNCACHE`` + ``CACHE TABLE``: the view is re-resolved; queries in between read the tables). New
-table versions are taken in at most every ``thrift.max_staleness_seconds`` (a rebuild costs about a
-second of CPU), without a gap: ``spark_jobs.serving_cache_swap``.
+How: the keeper, the main loop of the server's own driver (``spark_jobs.thrift_service``), looks every
+second at each view's stored text (one metastore call) and at the newest commit of each Delta table the
+view reads (``delta.`<loc>```, from the ``_delta_log`` folder: no Spark job). The data lives in memory
+behind a global temporary view that the server's parser sends ``serving.<p>`` reads to
+(``spark_jobs.serving_memory``). A new text (a publish, a replay switch) drops that view at once (reads
+go to the metastore's view: the new text, fresh) and builds it again. New table versions are taken in
+at most every ``thrift.max_staleness_seconds`` (a build costs about a second of CPU), without a gap.
 
 Guarantees: a JDBC answer from ``serving.<p>`` is one consistent state, at most the interval plus one
 rebuild behind the tables (``wait_fresh`` waits for the cache to catch up); a publish or replay switch
-stays atomic (the old state or the new, never a mix). Any failure uncaches the view, so queries read
-the tables (fresh, slower) until a rebuild works; a keeper that cannot even uncache ends the server
+stays atomic (the old state or the new, never a mix). Any failure drops the in-memory view, so queries
+read the tables (fresh, slower) until a rebuild works; a keeper that cannot even drop it ends the server
 (fail closed). Only this server's memory holds the cache: jobs and ``tidewater sql`` read the tables.
 """
 
@@ -27,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -35,12 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.services.thrift_server import read_cache_state
+from spark_jobs.serving_memory import DELTA_LOCATION, MemoryViews
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 POLL_SECONDS = 1.0  # how often the keeper looks at the views and their tables
-DELTA_LOCATION = re.compile(r"delta\.`((?:[^`]|``)+)`")
 
 
 def delta_locations(view_text: str) -> list[str]:
@@ -66,7 +64,7 @@ def latest_version(table: Path, known: int = -1) -> int:
 
 
 class ServingCache:
-    """Keeps ``views`` cached in ``spark``'s cache manager; ``state`` records what is cached (JSON)."""
+    """Keeps ``views`` in ``spark``'s memory (``MemoryViews``); ``state`` records what is held (JSON)."""
 
     def __init__(self, spark: SparkSession, views: list[str], state: Path, every: float,
                  log: Callable[[str], None] = print) -> None:
@@ -75,6 +73,7 @@ class ServingCache:
         self.cached: dict[str, tuple[str, dict[str, int]]] = {}  # view -> (text, versions) it was built from
         self.known: dict[str, int] = {}
         self.facts: dict[str, dict[str, Any]] = {}
+        self.memory = MemoryViews(spark)
 
     def stored_text(self, view: str) -> str | None:
         """The view's stored SELECT, None when it does not exist: one metastore call, no SQL statement."""
@@ -112,9 +111,9 @@ class ServingCache:
         self.write_state()
 
     def drop(self, view: str, error: str = "") -> None:
-        """Uncache ``view``: queries read its tables. If even this fails, the keeper fails (and the server)."""
+        """Reads of ``view`` go to its tables. If even this fails, the keeper fails (and the server)."""
         if self.cached.pop(view, None) is not None or error:
-            self.spark.sql(f"UNCACHE TABLE IF EXISTS {view}")
+            self.memory.drop(view)
         self.facts.pop(view, None)
         if error:
             self.facts[view] = {"cached": False, "error": error}
@@ -129,14 +128,11 @@ class ServingCache:
     def rebuild(self, view: str, seen: tuple[str, dict[str, int]]) -> None:
         started = self.built_at[view] = time.monotonic()
         before = self.cached.get(view)
-        if before is not None and before[0] == seen[0]:
-            from spark_jobs.serving_cache_swap import swap_in_fresh
-
-            how = swap_in_fresh(self.spark, view, seen[0])  # same view, new table versions: no gap
-        else:
-            self.spark.sql(f"UNCACHE TABLE IF EXISTS {view}")  # re-resolve the view's new text
-            self.spark.sql(f"CACHE TABLE {view}")  # eager
+        how = "swapped"  # same text, new table versions: the old data answers until the new is in
+        if before is None or before[0] != seen[0]:
+            self.memory.drop(view)  # a new text (or none cached): reads go to the metastore's view meanwhile
             how = "cached"
+        self.memory.put(view, seen[0])
         self.cached[view] = seen
         self.facts[view] = {"cached": True, "text_sha1": text_sha1(seen[0]), "versions": seen[1], "how": how,
                             "built_at": datetime.now(UTC).isoformat(), "build_seconds": round(time.monotonic() - started, 3)}

@@ -4,8 +4,9 @@ Started with the pyspark distribution's ``spark-submit`` and the same Spark sett
 (``session_conf``: Delta, jars, Derby metastore, warehouse), so ``serving.<p>`` and every layer table
 are visible by name. The driver program is ``spark_jobs/thrift_service.py``: it starts HiveServer2 on
 its session (``HiveThriftServer2.startWithContext``) and keeps each ``serving.<p>`` in the server's
-memory, rebuilt when its tables change (``spark_jobs.serving_cache``); other tables reuse a Delta snapshot
-for as long (``thrift.max_staleness_seconds``, Delta's ``stalenessLimit``).
+memory, rebuilt when its tables change (``spark_jobs.serving_cache``), and its SQL parser sends reads of
+``serving.<p>`` there (``infra/java/io/tidewater/spark/ServingParser.java``, built by ``infra.jars``);
+other tables reuse a Delta snapshot for as long (``thrift.max_staleness_seconds``, Delta's ``stalenessLimit``).
 JDBC URL:
 ``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
 
@@ -41,6 +42,7 @@ from lakehouse.errors import ServiceError
 MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "thrift_service.py"  # run by path, not imported
 AUTH = "NOSASL"
 STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
+SERVING_REDIRECT = "io.tidewater.spark.ServingRedirectExtension"  # infra/java: serving.<p> reads from memory
 
 
 def _process(cfg: TidewaterConfig) -> ManagedProcess:
@@ -130,11 +132,13 @@ def _write_properties(path: Path, conf: dict[str, str]) -> None:
 
 def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     """spark-submit's argv, and the settings kept off it (passwords: for ``properties_file``)."""
+    from infra.jars import build_tidewater_jar
     from infra.spark_session import session_conf
 
     conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
     conf.update(isolated_metastore_client(conf))
-    class_path = driver_class_path(conf)
+    conf["spark.sql.extensions"] += f",{SERVING_REDIRECT}"
+    class_path = os.pathsep.join([driver_class_path(conf), str(build_tidewater_jar())])
     conf.pop("spark.driver.extraClassPath", None)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
     argv = [str(spark_submit()), "--name", conf.pop("spark.app.name"),

@@ -218,18 +218,27 @@ CHURN_SECONDS = 15.0
 
 def test_serving_is_answered_from_memory_and_takes_in_commits(spark: SparkSession, cfg: TidewaterConfig,
                                                               thrift: TidewaterConfig) -> None:
-    """The Thrift server answers ``serving.<p>`` from its in-memory cache (the plan reads an
-    InMemoryRelation, not the Delta files), and a commit by another process reaches the answer within
-    the staleness bound through a gapless swap of the cached data (``how: swapped``), after which the
-    plan still reads memory. Before the cache, every query planned Delta scans of both tables."""
+    """The Thrift server answers ``serving.<p>`` from its in-memory cache: the parser sends the read to
+    the keeper's global temporary view (no metastore lookup, no analysis of the view's text), whose plan
+    reads an InMemoryRelation, not the Delta files. A commit by another process reaches the answer within
+    the staleness bound through a gapless swap of the data (``how: swapped``), after which the plan still
+    reads memory. A permanent view created over ``serving.<p>`` names the metastore's view (a temporary
+    one would be refused) and reads the same rows. Before the cache, every query planned Delta scans of
+    both tables."""
     from infra.services import thrift_server
 
     p = load_pipeline("sensor_readings")
     view = naming.table("serving", p.name)
     sql = f"SELECT count(*), sum(event_count) FROM {view}"
     _wait_serving_fresh(spark, cfg, p)
-    assert "InMemoryRelation" in _once(cfg, f"EXPLAIN {sql}")[0][0]
+    plans = _once(cfg, f"EXPLAIN EXTENDED {sql}")[0][0]
+    assert "InMemoryRelation" in plans and "global_temp.tidewater_serving__sensor_readings" in plans, plans
     [(rows, events)] = _once(cfg, sql)
+    with closing(_connect(cfg)) as conn, closing(conn.cursor()) as cur:
+        cur.execute(f"CREATE OR REPLACE VIEW default.over_serving AS SELECT count(*) AS n, sum(event_count) AS e FROM {view}")
+        cur.execute("SELECT n, e FROM default.over_serving")
+        assert cur.fetchall() == [(rows, events)]
+        cur.execute("DROP VIEW default.over_serving")
     write_speed_rows(spark, p, 1, _speed_frame(spark, p, [("s8", 30, 31, 7, 22.0, 4, False)]))
     seconds = _eventually(lambda: _once(cfg, sql), [(rows + 1, events + 7)], cfg)
     _wait_serving_fresh(spark, cfg, p)

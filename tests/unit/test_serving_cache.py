@@ -10,7 +10,7 @@ import pytest
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.serving import view_sql
 from spark_jobs.serving_cache import delta_locations, is_fresh, latest_version, local_path, text_sha1
-from spark_jobs.serving_cache_swap import uncached_variant
+from spark_jobs.serving_memory import redirect_name, uncached_variant
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +64,9 @@ def test_is_fresh_needs_the_same_text_and_at_least_the_versions() -> None:
     assert not is_fresh(state, "serving.p", text.replace("1970", "2026"), {"a": 5, "b": 7})  # a publish's new cutoff
     assert is_fresh({"views": {"serving.p": {"cached": False}}}, "serving.p", text, {"a": 9})  # reads go to the tables
     assert is_fresh({}, "serving.p", text, {"a": 9})
+
+
+def test_redirect_name_is_the_one_the_thrift_servers_parser_looks_up() -> None:
+    java = (Path(__file__).resolve().parents[2] / "infra/java/io/tidewater/spark/ServingParser.java").read_text()
+    assert f'PREFIX = "{redirect_name("serving.x")[:-1]}"' in java
+    assert redirect_name("serving.Sensor_Readings") == "tidewater_serving__sensor_readings"
