@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages Tidewater needs. Idempotent: installs only what is missing.
-#   java 17 (Spark, Kafka, Derby), mvn (fetches jars), chromium (browser test of the Airflow UI),
+#   java 17 with javac and jar (Spark, Kafka, Derby; infra/java's classes), mvn (fetches jars), chromium (browser test of the Airflow UI),
 #   postgresql (airflow.database / metastore.backend: postgres, and the e2e tests that run on it).
 set -euo pipefail
 missing=()
-command -v java >/dev/null || missing+=(openjdk-17-jdk-headless)
+{ command -v java && command -v javac && command -v jar; } >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
