@@ -2,7 +2,7 @@
 
 ``infra.services.thrift_server`` runs this file with ``spark-submit`` (the same settings, class path
 and password file as before; the ``hive.server2.*`` settings arrive as ``spark.hadoop.*``), so the
-server and the cache keeper (``spark_jobs.serving_cache``) share one JVM and one cache manager. The
+server and the cache keeper (``spark_jobs.serving_cache``) share one JVM and its global temporary views. The
 keeper runs in the main thread: if it fails, the program ends and the JVM with it (``spark-submit``
 exits with the program), so the server never outlives the keeper of its cache.
 
