@@ -46,6 +46,13 @@ def fetch_jars(force: bool = False) -> bool:
 JAVA_SOURCES = INFRA / "java"  # Tidewater's own JVM classes (the Thrift server's serving redirect)
 
 
+def pyspark_jars_dir() -> Path:
+    """The jars of the installed pyspark distribution (Spark, Hive 2.3.10, Derby, ...)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
 def tidewater_jar() -> Path:
     return naming.jars_dir("tidewater") / "tidewater-spark.jar"
 
@@ -57,8 +64,6 @@ def build_tidewater_jar() -> Path:
     import os
     import tempfile
 
-    import pyspark
-
     jar = tidewater_jar()
     sources = sorted(JAVA_SOURCES.rglob("*.java"))
     if jar.exists() and jar.stat().st_mtime >= max(s.stat().st_mtime for s in sources):
@@ -66,7 +71,7 @@ def build_tidewater_jar() -> Path:
     javac, jar_tool = shutil.which("javac"), shutil.which("jar")
     if not javac or not jar_tool:
         raise ServiceError("setup: 'javac' or 'jar' not found; install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
-    class_path = str(Path(pyspark.__file__).resolve().parent / "jars" / "*")
+    class_path = str(pyspark_jars_dir() / "*")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as work:
         steps = [[javac, "--release", "17", "-nowarn", "-cp", class_path, "-d", f"{work}/classes", *map(str, sources)],

@@ -25,9 +25,9 @@ QUIET = ["-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-Xlog:class+
 
 
 def _pyspark_jars() -> list[Path]:
-    import pyspark
+    from infra.jars import pyspark_jars_dir
 
-    return sorted((Path(pyspark.__file__).resolve().parent / "jars").glob("*.jar"))
+    return sorted(pyspark_jars_dir().glob("*.jar"))
 
 
 def fingerprint(java: str, class_path: list[str]) -> str:

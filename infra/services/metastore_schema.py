@@ -39,12 +39,6 @@ def driver_jar() -> Path:
     return found[-1]
 
 
-def _pyspark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "jars"
-
-
 def ensure_schema(cfg: TidewaterConfig) -> bool:
     """Create the metastore tables in the ``metastore`` database unless they exist. True if it ran."""
     from infra.services import postgres
@@ -52,7 +46,9 @@ def ensure_schema(cfg: TidewaterConfig) -> bool:
     rows = postgres.query(cfg, "metastore", "SELECT 1 FROM pg_tables WHERE tablename = %s", (MARKER_TABLE,))
     if rows:
         return False
-    jars = _pyspark_jars()
+    from infra.jars import pyspark_jars_dir
+
+    jars = pyspark_jars_dir()
     hive_metastore = sorted(jars.glob("hive-metastore-*.jar"))
     if not hive_metastore:
         raise ServiceError(f"metastore: no hive-metastore jar in {jars}")

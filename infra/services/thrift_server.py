@@ -91,9 +91,9 @@ def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
     IMetaStoreClient.getDatabase(String) because the return value of Hive.getMSC() is null`` (once in
     the robustness test of tests/integration/test_jdbc.py). Loaded apart, the catalog's ``Hive`` is
     another class than the one HiveServer2's sessions close, so a closing session never touches it."""
-    import pyspark
+    from infra.jars import pyspark_jars_dir
 
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    jars = pyspark_jars_dir()
     drivers = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e.endswith(".jar")]
     return {"spark.sql.hive.metastore.jars": "path",
             "spark.sql.hive.metastore.jars.path": ",".join([f"file://{jars}/*", *(f"file://{d}" for d in drivers)])}
