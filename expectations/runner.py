@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from expectations.context import docs_index, runtime_context
 from expectations.frames import CutoffReader
@@ -24,6 +24,9 @@ from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 
 DATASOURCE = "tidewater_spark"
+# Pass/fail first (GX computes no unexpected counts or samples: 2.0 s instead of 3.0-3.7 s for 348,000
+# staged windows, warm); only when an expectation fails does the suite run again to say what it observed.
+RESULT_FORMATS: tuple[Literal["BOOLEAN_ONLY"], Literal["SUMMARY"]] = ("BOOLEAN_ONLY", "SUMMARY")
 
 
 @dataclass
@@ -123,10 +126,14 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
     validation = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
     actions: list[Any] = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
-    checkpoint = context.checkpoints.add_or_update(
-        gx.Checkpoint(name=f"check.{name}", validation_definitions=[validation], actions=actions))
-    result = checkpoint.run(batch_parameters={"dataframe": df},
-                            expectation_parameters={"max_event_ms": int((time.time() + MAX_EVENT_AHEAD_SECONDS) * 1000)})
+    parameters = {"max_event_ms": int((time.time() + MAX_EVENT_AHEAD_SECONDS) * 1000)}
+    result: Any = None
+    for result_format in RESULT_FORMATS:
+        checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
+            name=f"check.{name}", validation_definitions=[validation], actions=actions, result_format=result_format))
+        result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
+        if all(res.success for run in result.run_results.values() for res in run.results):
+            break
     for run in result.run_results.values():
         for res in run.results:
             outcome.evaluated += 1

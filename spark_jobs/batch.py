@@ -101,10 +101,13 @@ def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
 def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
     with batch_lock(cfg, p):
-        return _stage(spark, cfg, p, full)
+        run = _stage(spark, cfg, p, full)
+        batch_runs.save(spark, run, supersede_staged=True)
+        return run
 
 
 def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -> dict[str, Any]:
+    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms import incremental
@@ -147,24 +150,39 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     for df in cached:
         df.unpersist()
     steps.done(f"{mode} windows")
-    counts = {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
+    counts = staged_counts(spark, staging, has_deletes=deletes is not None)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
            "previous_bronze_version": previous, "cutoff": cutoff, "windows_written": counts.get("upsert", 0),
            "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
            "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
-    batch_runs.save(spark, run, supersede_staged=True)
-    steps.done("run record")
+    steps.done("counts")
     steps.report(f"batch: {p.name} stage")
     return run
 
 
+def staged_counts(spark: SparkSession, staging: str, has_deletes: bool) -> dict[str, int]:
+    """Rows per ``op`` just written to ``staging``: without deletes, the write's own row count
+    (its Delta commit's ``numOutputRows``), else a count by ``op``."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io.delta_io import last_commit_metrics
+
+    written = None if has_deletes else last_commit_metrics(spark, staging).get("numOutputRows")
+    if written is not None:
+        return {"upsert": int(written)}
+    return {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+
 def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
-    """One MERGE transaction: upserts, deletes, and (full runs) removal of unstaged rows."""
-    from spark_jobs.io.delta_io import merge_changes
+    """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
+    table's new content (full runs, which stage every window and no delete)."""
+    from spark_jobs.io.delta_io import merge_changes, replace_rows
 
     staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{run['run_id']}'")
-    merge_changes(spark, staged, naming.table("batch", p.name), p.grain, contracts.batch(p).column_names,
-                  delete_unmatched_target=run["mode"] == "full")
+    if run["mode"] == "full":
+        replace_rows(spark, staged.where("op = 'upsert'"), naming.table("batch", p.name))
+    else:
+        merge_changes(spark, staged, naming.table("batch", p.name), p.grain, contracts.batch(p).column_names)
 
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
@@ -178,7 +196,8 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
     """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``).
     ``just_staged``: the run this caller staged under the batch lock it still holds, so it is the
     latest staged run and not published (``ops.batch_runs`` need not be read to know it)."""
-    from spark_jobs.serving import publish_batch_rows, refresh_view
+    from spark_jobs.io.background import Background
+    from spark_jobs.serving import refresh_view
 
     if just_staged is not None and just_staged["run_id"] == run_id:
         run = batch_runs.as_read(just_staged)
@@ -189,17 +208,35 @@ def _publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     steps = Steps()
-    merge_staged(spark, p, run)
-    steps.done("batch MERGE")
-    publish_batch_rows(spark, cfg, p, run)
-    steps.done("serving rows")
+    publish_rows(spark, cfg, p, run)
+    steps.done("batch + serving rows")
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
-    batch_runs.save(spark, run)
+    recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
     refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    recording.join()
     steps.done("run record + view")
     steps.report(f"batch: {p.name} publish")
     return run
+
+
+def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any]) -> None:
+    """The run's rows into ``batch.<p>`` and ``serving.<p>__published``, side by side: two independent
+    commits (the batch lock makes this the only writer of both). A ``__published`` row names the
+    ``batch.<p>`` version that publishes it, the next one; should another commit (a user's OPTIMIZE)
+    take that number meanwhile, the serving rows are written again with the right one (idempotent)."""
+    from spark_jobs.io.background import Background
+    from spark_jobs.io.delta_io import table_version
+    from spark_jobs.serving import publish_batch_rows
+
+    batch_table = naming.table("batch", p.name)
+    expected = table_version(spark, batch_table) + 1
+    serving_rows = Background(publish_batch_rows, spark, cfg, p, run, expected)
+    merge_staged(spark, p, run)
+    serving_rows.join()
+    made = table_version(spark, batch_table)
+    if made != expected:
+        publish_batch_rows(spark, cfg, p, run, made)
 
 
 def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str:
@@ -222,18 +259,31 @@ def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = Fal
     return published
 
 
-def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
-    """Stage + validate + publish (refused in kappa mode)."""
+def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False,
+              steps: Steps | None = None) -> dict[str, Any]:
+    """Stage + validate + publish (refused in kappa mode). The ``staged`` run record is written while
+    the quality gate runs (independent Spark jobs, side by side), and is in ``ops.batch_runs`` before
+    anything is published. ``steps``: receives the seconds of stage, validate and publish."""
+    from spark_jobs.io.background import Background
+
     refuse_in_kappa(cfg, p)
+    steps = steps or Steps()
     with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between
         staged = _stage(spark, cfg, p, full)
+        steps.done("stage")
+        recording = Background(batch_runs.save, spark, staged, True)
         try:
             validate(spark, cfg, p, naming.staging_table("batch", p.name))
         except TidewaterError as exc:
+            recording.join()
             staged.update(status="failed", message=str(exc)[:1000])
             batch_runs.save(spark, staged)
             raise
-        return _publish(spark, cfg, p, staged["run_id"], just_staged=staged)
+        recording.join()
+        steps.done("validate")
+        published = _publish(spark, cfg, p, staged["run_id"], just_staged=staged)
+        steps.done("publish")
+        return published
 
 
 def bronze_empty(p: Pipeline) -> NothingToDo:

@@ -99,20 +99,24 @@ def delta_relation(spark: SparkSession, table: str) -> str:
     return f"delta.`{location.replace('`', '``')}`"
 
 
-def publish_batch_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any]) -> None:
-    """MERGE a published run's staged windows into ``__published`` (deletes too; a full run also removes
-    the windows it did not stage), with finality against the active speed version. Idempotent. ``run``
-    is the run record read back from ``ops.batch_runs`` (its id is Tidewater's, not user input)."""
+def publish_batch_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any],
+                       batch_version: int | None = None) -> None:
+    """MERGE a published run's staged windows into ``__published`` (deletes too; a full run replaces
+    the table's rows with them), with finality against the active speed version. Idempotent. ``run``
+    is the run record read back from ``ops.batch_runs`` (its id is Tidewater's, not user input).
+    ``batch_version``: the ``batch.<p>`` version that publishes the rows (their ``as_of``); default: the latest."""
     from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import merge_changes, table_version
+    from spark_jobs.io.delta_io import merge_changes, replace_rows, table_version
 
     speed = contracts.speed(p, active_version(cfg, p.name))
     contracts.ensure(spark, contracts.published(p), speed)
     staged = f"(SELECT * FROM {naming.staging_table('batch', p.name)} WHERE run_id = '{run['run_id']}')"
-    version = table_version(spark, naming.table("batch", p.name))
+    version = table_version(spark, naming.table("batch", p.name)) if batch_version is None else batch_version
     changes = spark.sql(published_select(p, speed.name, staged, version, extra=", b.op"))
-    merge_changes(spark, changes, naming.published_table(p.name), p.grain, contracts.published(p).column_names,
-                  delete_unmatched_target=run["mode"] == "full")
+    if run["mode"] == "full":  # every window staged, none deleted: the rows become the table's content
+        replace_rows(spark, changes.where("op = 'upsert'"), naming.published_table(p.name))
+    else:
+        merge_changes(spark, changes, naming.published_table(p.name), p.grain, contracts.published(p).column_names)
 
 
 def backfill_published(spark: SparkSession, p: Pipeline, speed_table: str) -> None:

@@ -47,21 +47,31 @@ def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[
      .whenMatchedUpdateAll(condition=update_cond).whenNotMatchedInsertAll().execute())
 
 
-def merge_changes(spark: SparkSession, changes: DataFrame, table: str, keys: Sequence[str], columns: Sequence[str],
-                  delete_unmatched_target: bool = False) -> None:
+def merge_changes(spark: SparkSession, changes: DataFrame, table: str, keys: Sequence[str],
+                  columns: Sequence[str]) -> None:
     """Apply staged changes in one MERGE: rows with ``op = 'upsert'`` replace or insert ``columns``,
-    rows with ``op = 'delete'`` remove their match; ``delete_unmatched_target`` also removes every
-    target row that no change matches (a full recompute)."""
+    rows with ``op = 'delete'`` remove their match (a full recompute replaces the table: ``replace_rows``)."""
     from delta.tables import DeltaTable
 
     values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in columns}
-    merge = (DeltaTable.forName(spark, table).alias("t").merge(changes.alias("s"), key_condition(keys))
-             .whenMatchedDelete(condition="s.op = 'delete'")
-             .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
-             .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values))
-    if delete_unmatched_target:
-        merge = merge.whenNotMatchedBySourceDelete()
-    merge.execute()
+    (DeltaTable.forName(spark, table).alias("t").merge(changes.alias("s"), key_condition(keys))
+     .whenMatchedDelete(condition="s.op = 'delete'")
+     .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
+     .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values).execute())
+
+
+def replace_rows(spark: SparkSession, rows: DataFrame, table: str) -> None:
+    """Make ``rows`` the whole content of ``table`` in one overwrite commit: what a MERGE of a full
+    recompute would leave (every row matched or removed), without joining the old rows. Readers see
+    the old or the new version; the table keeps its schema, properties and location; columns go by name."""
+    rows.select(*spark.table(table).columns).write.mode("overwrite").insertInto(table)
+
+
+def last_commit_metrics(spark: SparkSession, table: str) -> dict[str, str]:
+    """``operationMetrics`` of the table's latest commit (e.g. ``numOutputRows`` of a write)."""
+    from delta.tables import DeltaTable
+
+    return dict(DeltaTable.forName(spark, table).history(1).collect()[0]["operationMetrics"] or {})
 
 
 def table_version(spark: SparkSession, table: str) -> int:

@@ -141,6 +141,13 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     full = batch.run(spark, cfg, p, full=True)
     assert full["mode"] == "full"
     assert table_rows(spark, p) == incremental
+    # a full run replaces both tables' rows in one commit each; every served batch row names the
+    # batch.<p> version that published it (written beside that commit, so numbered in advance)
+    published = spark.table(naming.published_table(p.name)).collect()
+    assert {tuple(r[c] for c in p.grain) for r in published} == set(incremental)
+    batch_version = table_version(spark, naming.table("batch", p.name))
+    assert {r["as_of"] for r in published} == {
+        f"batch.sensor_readings v{batch_version} (run {full['run_id']}, bronze v{version})"}
     again = batch.run(spark, cfg, p)  # nothing new: same table
     assert again["windows_written"] == 0 and table_rows(spark, p) == incremental
     statuses = {r["run_id"]: r["status"] for r in spark.table("ops.batch_runs").collect()}
