@@ -62,6 +62,10 @@ KAFKA_META = (("kafka_topic", "string"), ("kafka_partition", "int"), ("kafka_off
 # the whole table state inside the commit that crosses it (2-3 s on 2 cores, measured: the stream's
 # slowest micro-batches were exactly those); 100 keeps such stalls rare and readers' log replay short.
 STREAMED = (("delta.checkpointInterval", "100"),)
+# Tables an incremental batch run MERGEs a few windows into, spread over the whole history: deletion
+# vectors mark the replaced rows instead of rewriting every file that holds one, and auto compaction
+# folds the small files the MERGEs leave once there are enough of them.
+MERGED = (("delta.enableDeletionVectors", "true"), ("delta.autoOptimize.autoCompact", "true"))
 
 
 def _event_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
@@ -164,7 +168,7 @@ def batch(p: Pipeline) -> Contract:
     return Contract(
         naming.table("batch", p.name),
         (*window_columns(p), ("computed_at", "timestamp"), ("run_id", "string"), ("bronze_version", "bigint")),
-        grain=p.grain, owner=p.owner,
+        grain=p.grain, owner=p.owner, properties=MERGED,
     )
 
 
@@ -277,7 +281,7 @@ def published(p: Pipeline) -> Contract:
     ``finality`` they got by comparison with the speed layer then, and the Delta versions behind them
     (``as_of``). Readers never join the two layers at query time."""
     return Contract(naming.published_table(p.name), (*window_columns(p), *SERVING_COLUMNS), grain=p.grain,
-                    owner=p.owner)
+                    owner=p.owner, properties=MERGED)
 
 
 def batch_staging(p: Pipeline) -> Contract:
