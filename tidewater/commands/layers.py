@@ -52,7 +52,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return 0
     if args.publish:
         progress(f"publishing batch run {args.run_id} of {p.name} …")
-        print(batch.run_line(batch.publish(spark, cfg, p, args.run_id)), flush=True)
+        from spark_jobs.batch_publish import publish
+
+        print(batch.run_line(publish(spark, cfg, p, args.run_id)), flush=True)
         return 0
     progress(f"running the batch layer for {p.name} ({'full' if args.full else 'incremental'}) …")
     run = batch.run(spark, cfg, p, args.full)
