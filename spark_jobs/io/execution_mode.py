@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 INTERPRETED_MAX_RECORDS = 10_000  # a micro-batch of up to this many Kafka records runs interpreted
-BROADCAST_DEDUP_MAX_RECORDS = 1_000_000  # up to this many, the dedup lookup broadcasts (partials.first_copies)
 
 
 def planned_records(checkpoint: Path, batch_id: int, end: dict[str, Any]) -> int | None:
@@ -54,10 +53,3 @@ def use_for(spark: Any, records: int | None) -> bool:
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if interpreted else "true")
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if interpreted else "FALLBACK")
     return interpreted
-
-
-def broadcast_dedup(records: int | None) -> bool:
-    """Whether a micro-batch of ``records`` Kafka records looks up its earlier copies by broadcast joins
-    (``partials.first_copies``): known and at most ``BROADCAST_DEDUP_MAX_RECORDS`` (two copies of its
-    ids then sit in the driver's memory; an unknown count, a restart's first micro-batch, keeps the shuffle)."""
-    return records is not None and records <= BROADCAST_DEDUP_MAX_RECORDS

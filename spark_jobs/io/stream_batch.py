@@ -74,8 +74,7 @@ class StreamBatch:
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
-        records = execution_mode.planned_records(self.checkpoint, batch_id, end)
-        interpreted = execution_mode.use_for(df.sparkSession, records)
+        interpreted = execution_mode.use_for(df.sparkSession, execution_mode.planned_records(self.checkpoint, batch_id, end))
         self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
@@ -102,8 +101,7 @@ class StreamBatch:
             try:
                 if "speed" in self.roles:
                     late = int(stats["late"] or 0)
-                    self.speed(from_floor(df, self.floors.get("speed")), batch_id, wm, stats["lo"], stats["hi"],
-                               execution_mode.broadcast_dedup(records))
+                    self.speed(from_floor(df, self.floors.get("speed")), batch_id, wm, stats["lo"], stats["hi"])
                     rows["speed"] = (self.version, int(stats["n_speed"]), late)
             finally:
                 if ingest is not None:
@@ -152,10 +150,8 @@ class StreamBatch:
             tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
                           naming.table("bronze", self.p.name), self.tag(batch_id))
 
-    def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any,
-              broadcast: bool = False) -> None:
-        """Append the micro-batch's on-time first copies, as per-window partials, to the partials table
-        (``broadcast``: look up their earlier copies by broadcast joins, see ``partials.first_copies``)."""
+    def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
+        """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
         from spark_jobs.io import partials_table
         from spark_jobs.transforms.parse import valid_events
 
@@ -166,7 +162,7 @@ class StreamBatch:
             if hi is not None:
                 self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
             return
-        partials = self.speed_partials(records, wm, lo, broadcast)
+        partials = self.speed_partials(records, wm, lo)
         wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
         self.steps.done("plan")
         if "partials" not in (self.done or set()):
@@ -175,7 +171,7 @@ class StreamBatch:
         self.arrivals.add(valid_events(records), wm_after - delay, hi or lo)
         self.steps.done("arrivals")
 
-    def speed_partials(self, records: Any, wm: datetime | None, lo: datetime, broadcast: bool = False) -> Any:
+    def speed_partials(self, records: Any, wm: datetime | None, lo: datetime) -> Any:
         """The per-window partials of the micro-batch's on-time first copies (``lo``: its earliest
         on-time event; the dedup history reaches back one watermark delay before it)."""
         from pyspark.sql import functions as F
@@ -189,7 +185,7 @@ class StreamBatch:
         arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
         since = lo - timedelta(seconds=self.p.watermark_seconds)
         history = self.arrivals.history(since).select(*arrival).unionByName(on_time.select(*arrival))
-        return first_copies(self.p, on_time, history, broadcast).transform(partial_aggregate(self.p))
+        return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
 
     def compact(self, batch_id: int) -> None:
         """At the end of each block of micro-batches, fold the block's partials (and whatever earlier
