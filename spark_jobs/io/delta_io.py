@@ -74,6 +74,17 @@ def last_commit_metrics(spark: SparkSession, table: str) -> dict[str, str]:
     return dict(DeltaTable.forName(spark, table).history(1).collect()[0]["operationMetrics"] or {})
 
 
+def last_write_version(spark: SparkSession, table: str) -> int:
+    """Version of the table's latest commit that changed its rows: a later OPTIMIZE (auto compaction
+    after that write, or the maintenance DAG) rewrites files without changing rows and is skipped."""
+    from delta.tables import DeltaTable
+
+    for commit in DeltaTable.forName(spark, table).history(10).collect():
+        if commit["operation"] != "OPTIMIZE":
+            return int(commit["version"])
+    return table_version(spark, table)
+
+
 def table_version(spark: SparkSession, table: str) -> int:
     """Latest commit version of a Delta table."""
     from delta.tables import DeltaTable
