@@ -2,9 +2,10 @@
 
 One transaction per table: an incremental run is a MERGE of its upserts and deletes; a full run, which
 stages every window and no delete, replaces the table's rows (one overwrite commit, no join with the old
-rows). ``batch.<p>``, then ``serving.<p>__published``, then the run record beside the serving view. An interrupted publish leaves the previous results intact; the run stays ``staged`` and
-publishing it again writes the same absolute values. ``batch_lock`` makes one writer of the batch
-tables at a time (see ``spark_jobs.batch`` for stage).
+rows). ``batch.<p>``, then ``serving.<p>__published``, then the run record beside the serving view. An
+interrupted publish leaves the previous results intact; the run stays ``staged`` and publishing it again
+writes the same absolute values. ``batch_lock`` makes one writer of the batch tables at a time (see
+``spark_jobs.batch`` for stage).
 """
 
 from __future__ import annotations
