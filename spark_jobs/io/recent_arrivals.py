@@ -9,6 +9,9 @@ events as a chunk of its own (a local checkpoint: cut lineage, executor memory/d
 micro-batch costs that micro-batch, not the horizon. A chunk leaves once the watermark has put all of
 its events out of reach (its latest event time is known from the micro-batch's statistics); every
 ``MERGE_AT`` chunks the survivors are folded into one, so a lookup scans a bounded number of pieces.
+Each chunk is hash-partitioned by event id like a shuffle of the micro-batch (and sorted within its
+partitions), so the lookup's anti joins shuffle and sort only the micro-batch: at 10,000 events/s the
+horizon holds 1.2M events, and shuffling them in every micro-batch cost about a second.
 The answer is the same as the bronze scan's: bronze holds what the stream has seen (plus what other
 writers added before the load), and every future micro-batch's horizon starts at or after
 ``watermark after this micro-batch - delay``, because its on-time events are not behind it.
@@ -33,7 +36,7 @@ class RecentArrivals:
         self.since: datetime | None = None  # the chunks hold every bronze event at or after this
 
     def history(self, since: datetime) -> Any:
-        """Arrival facts of the valid events with ``event_time >= since``."""
+        """Arrival facts of the valid events with ``event_time >= since``, hash-partitioned by event id."""
         from functools import reduce
 
         from pyspark.sql import functions as F
@@ -41,9 +44,9 @@ class RecentArrivals:
         if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))
-            self.chunks = [(_checkpoint(bronze.select(*self.columns), 2), None)]
+            self.chunks = [(self._keyed(bronze.select(*self.columns)), None)]
             self.since = since
-        frames = [frame for frame, _ in self.chunks]
+        frames = [frame for frame, _ in self.chunks]  # a union of equally partitioned frames keeps it
         return reduce(lambda a, b: a.unionByName(b), frames).where(F.col("event_time") >= F.lit(since))
 
     def add(self, events: Any, keep_since: datetime, latest: datetime | None) -> None:
@@ -55,13 +58,24 @@ class RecentArrivals:
             return
         keep = max(keep_since, self.since)
         self.chunks = [(f, hi) for f, hi in self.chunks if hi is None or hi >= keep]
-        self.chunks.append((_checkpoint(events.select(*self.columns).where(F.col("event_time") >= F.lit(keep)), 1), latest))
+        self.chunks.append((self._keyed(events.select(*self.columns).where(F.col("event_time") >= F.lit(keep))), latest))
         self.since = keep
         if len(self.chunks) >= MERGE_AT:
-            whole = self.history(keep)
             known = [hi for _, hi in self.chunks]
-            self.chunks = [(_checkpoint(whole, 2), None if None in known else max(h for h in known if h is not None))]
+            whole = self._keyed(self.history(keep), shuffle=False)  # already partitioned: no shuffle
+            self.chunks = [(whole, None if None in known else max(h for h in known if h is not None))]
 
-
-def _checkpoint(frame: Any, partitions: int) -> Any:
-    return frame.coalesce(partitions).localCheckpoint(eager=True)
+    def _keyed(self, frame: Any, shuffle: bool = True) -> Any:
+        """``frame`` cut from its lineage, hash-partitioned like a shuffle by event id and sorted by
+        it. Planned without adaptive execution: only then does the checkpoint keep that partitioning
+        for the joins that read it (a query planned at the same moment in the same session, such as
+        the bronze append beside it, runs without adaptive execution too: slower at worst)."""
+        session = frame.sparkSession
+        partitions = int(session.conf.get("spark.sql.shuffle.partitions"))
+        adaptive = session.conf.get("spark.sql.adaptive.enabled")
+        session.conf.set("spark.sql.adaptive.enabled", "false")
+        try:
+            keyed = frame.repartition(partitions, self.p.event_id) if shuffle else frame
+            return keyed.sortWithinPartitions(self.p.event_id).localCheckpoint(eager=True)
+        finally:
+            session.conf.set("spark.sql.adaptive.enabled", adaptive)

@@ -184,8 +184,8 @@ class StreamBatch:
         # the micro-batch is part of the history: first_copies compares its copies with each other too
         arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
         since = lo - timedelta(seconds=self.p.watermark_seconds)
-        history = self.arrivals.history(since).select(*arrival).unionByName(on_time.select(*arrival))
-        return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
+        history = self.arrivals.history(since)  # partitioned by event id: only the micro-batch is shuffled
+        return first_copies(self.p, on_time, history, on_time.select(*arrival)).transform(partial_aggregate(self.p))
 
     def compact(self, batch_id: int) -> None:
         """At the end of each block of micro-batches, fold the block's partials (and whatever earlier

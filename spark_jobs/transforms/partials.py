@@ -23,17 +23,24 @@ if TYPE_CHECKING:
 ARRIVAL = ("kafka_timestamp", "kafka_partition", "kafka_offset")  # the order that decides the first copy
 
 
-def first_copies(p: Pipeline, candidates: DataFrame, history: DataFrame) -> DataFrame:
-    """``candidates`` without every event whose id has an EARLIER copy in ``history`` (which must
-    contain the candidates themselves and the earlier events within the dedup horizon). Earlier =
-    reached Kafka first, then lower partition, then lower offset: the batch layer's rule."""
+def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> DataFrame:
+    """``candidates`` without every event whose id has an EARLIER copy in ``history`` (pieces that
+    together contain the candidates themselves and the earlier events within the dedup horizon).
+    Earlier = reached Kafka first, then lower partition, then lower offset: the batch layer's rule.
+    One anti join per piece: a piece already hash-partitioned and sorted by event id (as
+    ``io.recent_arrivals`` keeps its chunks) joins without a shuffle or a sort of its rows."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
-    c, h = candidates.alias("c"), history.select(p.event_id, *ARRIVAL).alias("h")
-    earlier = (F.col("h.kafka_timestamp") < F.col("c.kafka_timestamp")) | (
-        (F.col("h.kafka_timestamp") == F.col("c.kafka_timestamp"))
-        & (F.struct("h.kafka_partition", "h.kafka_offset") < F.struct("c.kafka_partition", "c.kafka_offset")))
-    return c.join(h, (F.col(f"h.{p.event_id}") == F.col(f"c.{p.event_id}")) & earlier, "left_anti")
+    def without_later_copies(c: DataFrame, piece: DataFrame) -> DataFrame:
+        c, h = c.alias("c"), piece.select(p.event_id, *ARRIVAL).alias("h")
+        earlier = (F.col("h.kafka_timestamp") < F.col("c.kafka_timestamp")) | (
+            (F.col("h.kafka_timestamp") == F.col("c.kafka_timestamp"))
+            & (F.struct("h.kafka_partition", "h.kafka_offset") < F.struct("c.kafka_partition", "c.kafka_offset")))
+        return c.join(h, (F.col(f"h.{p.event_id}") == F.col(f"c.{p.event_id}")) & earlier, "left_anti")
+
+    return reduce(without_later_copies, history, candidates)
 
 
 def _partials(p: Pipeline) -> list[Column]:

@@ -74,6 +74,35 @@ def test_first_copies_apply_the_arrival_rule_against_history(spark: SparkSession
     assert sorted((r.event_id, r.kafka_partition, r.kafka_offset) for r in kept) == [("b", 0, 3), ("c", 3, 4)]
 
 
+def test_recent_arrivals_join_without_shuffling_the_history(spark: SparkSession) -> None:
+    """The dedup history stays hash-partitioned by event id through new chunks and a fold, so the
+    lookup shuffles only the micro-batch; and the pieces give the same first copies as one union."""
+    from spark_jobs.io import recent_arrivals
+    from spark_jobs.io.recent_arrivals import RecentArrivals
+
+    p = load_pipeline("sensor_readings")
+    schema = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp"
+    ra = RecentArrivals(spark, p)
+    ra.chunks, ra.since = [(ra._keyed(spark.createDataFrame([("a", T0, 0, 1, T0)], schema)), None)], T0
+    for i in range(recent_arrivals.MERGE_AT + 1):  # one fold on the way
+        at = T0 + timedelta(seconds=i + 1)
+        ra.add(spark.createDataFrame([(f"x{i}", at, 1, i, at)], schema), T0, at)
+    batch = spark.createDataFrame([("a", T0 + timedelta(seconds=99), 2, 7), ("x3", T0, 0, 0),
+                                   ("n", T0, 3, 1), ("n", T0, 3, 2)], schema.rsplit(",", 1)[0])
+    broadcast = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        kept = first_copies(p, batch, ra.history(T0), batch)
+        plan = kept._jdf.queryExecution().executedPlan().toString()
+        rows = sorted((r.event_id, r.kafka_offset) for r in kept.collect())
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", broadcast)
+    assert len(ra.chunks) < recent_arrivals.MERGE_AT
+    above_history = [a for a, b in zip(plan.splitlines(), plan.splitlines()[1:], strict=False) if "+- Union" in b]
+    assert len(above_history) == 1 and "Exchange" not in above_history[0] and "Sort" in above_history[0], plan
+    assert rows == [("n", 1), ("x3", 0)]  # "a" has an earlier copy; x3 arrived before its history copy
+
+
 def test_compacted_rows_fold_like_the_partials_they_replace(spark: SparkSession) -> None:
     """A compaction writes ``fold_sql(compacted=True)`` rows back into the partials table: folding
     them with later partials must give the view the same windows as folding every partial."""
