@@ -38,7 +38,6 @@ ENV_OVERRIDES = {
     "TIDEWATER_BI_PORT": "bi.port",
     "TIDEWATER_JOB_SERVICE_ENABLED": "job_service.enabled",
     "TIDEWATER_JOB_SERVICE_PORT": "job_service.port",
-    "TIDEWATER_JOB_SERVICE_NICE": "job_service.nice",
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
@@ -153,9 +152,6 @@ class JobServiceConfig:
     enabled: bool = True
     host: str = "127.0.0.1"
     port: int = 10010
-    # CPU priority (0 to 19, like nice): on busy cores Airflow's task start-ups and the CLI go first,
-    # the service's Spark work next, the speed jobs (spark.speed_nice) last
-    nice: int = 5
 
 
 @dataclass(frozen=True)
@@ -284,9 +280,8 @@ def _validate(cfg: TidewaterConfig) -> None:
             raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
-    for key, nice in (("spark.speed_nice", cfg.spark.speed_nice), ("job_service.nice", cfg.job_service.nice)):
-        if not 0 <= nice <= 19:
-            raise ConfigError(key, nice, "an integer from 0 (no change) to 19 (lowest priority)")
+    if not 0 <= cfg.spark.speed_nice <= 19:
+        raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
     if not 0 <= cfg.thrift.max_staleness_seconds <= 60:
         raise ConfigError("thrift.max_staleness_seconds", cfg.thrift.max_staleness_seconds,
                           "an integer from 0 (every JDBC query reads the newest commit) to 60")

@@ -115,7 +115,7 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
            **({"TIDEWATER_CONFIG": cfg.source} if cfg.source != "<defaults>" else {})}
     return start_healthy(proc, [sys.executable, "-m", HOST_MODULE], lambda: healthy(cfg), timeout,
                          "job_service: the job service did not start", interval=1, env=env, cwd=REPO,
-                         marker=HOST_MODULE, nice=cfg.job_service.nice)
+                         marker=HOST_MODULE)
 
 
 def stop(cfg: TidewaterConfig) -> bool:

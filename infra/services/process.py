@@ -246,13 +246,13 @@ def _bindable(port: int) -> bool:
 
 def start_healthy(proc: ManagedProcess, argv: Sequence[str], healthy: Callable[[], bool], timeout: float,
                   failure: str, tail: int = 15, interval: float = 0.5, env: dict[str, str] | None = None,
-                  cwd: Path | None = None, marker: str | None = None, nice: int = 0) -> int:
+                  cwd: Path | None = None, marker: str | None = None) -> int:
     """Start a service's process and wait until ``healthy()``: the one start path of the metastore, the
     Thrift server and the job service (Kafka starts its nodes all at once: a quorum needs a majority up
     before any node is healthy). A process that exits or a timeout raises ``failure`` with the log's tail."""
     from lakehouse.errors import ServiceError
 
-    pid = proc.start(argv, env=env, cwd=cwd, marker=marker, nice=nice)
+    pid = proc.start(argv, env=env, cwd=cwd, marker=marker)
     if not wait_until(lambda: healthy() or not proc.running(), timeout, interval) or not proc.running():
         raise ServiceError(f"{failure}; log {proc.log_file}:\n{proc.tail(tail)}")
     return pid

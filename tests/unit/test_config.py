@@ -89,7 +89,6 @@ def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
         ("kafka: [1, 2]\n", {}, "config error: 'kafka' is [1, 2]; expected a mapping with keys"),
         ("spark: {driver_memory: lots}\n", {}, "config error: 'spark.driver_memory' is 'lots'; expected a JVM size"),
         ("{}", {"TIDEWATER_SPEED_NICE": "-5"}, "'spark.speed_nice' is -5; expected an integer from 0 (no change) to 19"),
-        ("{}", {"TIDEWATER_JOB_SERVICE_NICE": "20"}, "'job_service.nice' is 20; expected an integer from 0 (no change) to 19"),
         ("thrift: {max_staleness_seconds: 600}\n", {},
          "'thrift.max_staleness_seconds' is 600; expected an integer from 0 (every JDBC query reads the newest commit) to 60"),
         ("kafka: {starting_offsets: middle}\n", {}, "'kafka.starting_offsets' is 'middle'; expected 'earliest' or 'latest'"),
