@@ -89,7 +89,7 @@ def test_recent_arrivals_join_without_shuffling_the_history(spark: SparkSession)
         ra.add(spark.createDataFrame([(f"x{i}", at, 1, i, at)], schema), T0, at)
     batch = spark.createDataFrame([("a", T0 + timedelta(seconds=99), 2, 7), ("x3", T0, 0, 0),
                                    ("n", T0, 3, 1), ("n", T0, 3, 2)], schema.rsplit(",", 1)[0])
-    broadcast = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    broadcast = str(spark.conf.get("spark.sql.autoBroadcastJoinThreshold"))
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     try:
         kept = first_copies(p, batch, ra.history(T0), batch)
