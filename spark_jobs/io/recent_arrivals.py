@@ -10,8 +10,8 @@ micro-batch costs that micro-batch, not the horizon. A chunk leaves once the wat
 its events out of reach (its latest event time is known from the micro-batch's statistics); every
 ``MERGE_AT`` chunks the survivors are folded into one, so a lookup scans a bounded number of pieces.
 Each chunk is hash-partitioned by event id like a shuffle of the micro-batch (and sorted within its
-partitions), so the lookup's anti joins shuffle and sort only the micro-batch: at 10,000 events/s the
-horizon holds 1.2M events, and shuffling them in every micro-batch cost about a second.
+partitions), so the lookup's anti join shuffles only the micro-batch: at 10,000 events/s the horizon
+holds 1.2M events, and shuffling them in every micro-batch cost about a second.
 The answer is the same as the bronze scan's: bronze holds what the stream has seen (plus what other
 writers added before the load), and every future micro-batch's horizon starts at or after
 ``watermark after this micro-batch - delay``, because its on-time events are not behind it.

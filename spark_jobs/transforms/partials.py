@@ -27,20 +27,20 @@ def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> Dat
     """``candidates`` without every event whose id has an EARLIER copy in ``history`` (pieces that
     together contain the candidates themselves and the earlier events within the dedup horizon).
     Earlier = reached Kafka first, then lower partition, then lower offset: the batch layer's rule.
-    One anti join per piece: a piece already hash-partitioned and sorted by event id (as
-    ``io.recent_arrivals`` keeps its chunks) joins without a shuffle or a sort of its rows."""
+    One anti join per piece: a piece already hash-partitioned by event id (as ``io.recent_arrivals``
+    keeps its chunks) joins without a shuffle of its rows."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    def without_later_copies(c: DataFrame, piece: DataFrame) -> DataFrame:
+    def keep_if_no_earlier_copy(c: DataFrame, piece: DataFrame) -> DataFrame:
         c, h = c.alias("c"), piece.select(p.event_id, *ARRIVAL).alias("h")
         earlier = (F.col("h.kafka_timestamp") < F.col("c.kafka_timestamp")) | (
             (F.col("h.kafka_timestamp") == F.col("c.kafka_timestamp"))
             & (F.struct("h.kafka_partition", "h.kafka_offset") < F.struct("c.kafka_partition", "c.kafka_offset")))
         return c.join(h, (F.col(f"h.{p.event_id}") == F.col(f"c.{p.event_id}")) & earlier, "left_anti")
 
-    return reduce(without_later_copies, history, candidates)
+    return reduce(keep_if_no_earlier_copy, history, candidates)
 
 
 def _partials(p: Pipeline) -> list[Column]:
