@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[f"TIDEWATER_AIRFLOW_{dag}_SCHEDULE"] = "none"
     with isolated_stack() as cfg:
         spark = get_spark(cfg, "tidewater-bench-dag")
+        result["airflow_database"] = cfg.airflow.database
         append_increment(spark, cfg, args.events, 0)
         batch.run(spark, cfg, load_pipeline(PIPELINE, cfg.pipelines), False)  # the first (full) run
         try:
