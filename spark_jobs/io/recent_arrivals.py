@@ -44,10 +44,13 @@ class RecentArrivals:
         if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))
-            self.chunks = [(self._keyed(bronze.select(*self.columns)), None)]
-            self.since = since
+            self.start_from(bronze.select(*self.columns), since)
         frames = [frame for frame, _ in self.chunks]  # a union of equally partitioned frames keeps it
         return reduce(lambda a, b: a.unionByName(b), frames).where(F.col("event_time") >= F.lit(since))
+
+    def start_from(self, arrivals: Any, since: datetime) -> None:
+        """The history becomes ``arrivals`` (every valid event at or after ``since``; ``columns``)."""
+        self.chunks, self.since = [(self._keyed(arrivals), None)], since
 
     def add(self, events: Any, keep_since: datetime, latest: datetime | None) -> None:
         """This micro-batch's valid events (latest event time ``latest``) join the history; chunks

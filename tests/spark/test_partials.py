@@ -83,7 +83,7 @@ def test_recent_arrivals_join_without_shuffling_the_history(spark: SparkSession)
     p = load_pipeline("sensor_readings")
     schema = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp"
     ra = RecentArrivals(spark, p)
-    ra.chunks, ra.since = [(ra._keyed(spark.createDataFrame([("a", T0, 0, 1, T0)], schema)), None)], T0
+    ra.start_from(spark.createDataFrame([("a", T0, 0, 1, T0)], schema), T0)
     for i in range(recent_arrivals.MERGE_AT + 1):  # one fold on the way
         at = T0 + timedelta(seconds=i + 1)
         ra.add(spark.createDataFrame([(f"x{i}", at, 1, i, at)], schema), T0, at)
