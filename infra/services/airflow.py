@@ -21,6 +21,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,9 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
         "AIRFLOW__API__SECRET_KEY": keys["secret_key"],
         "AIRFLOW__API__EXPOSE_CONFIG": "False",
         "AIRFLOW__API_AUTH__JWT_SECRET": keys["jwt_secret"],
+        # A worker notices a finished task process by its exit; when the task's sockets close first, it
+        # sleeps this long before looking again: skipped tasks lingered the default 5 s (stop 34)
+        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "True",
@@ -163,11 +167,31 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
         raise ServiceError(f"airflow: {', '.join(dead)} exited; log {_process(cfg, dead[0]).log_file}:\n"
                            f"{_process(cfg, dead[0]).tail(15)}")
     os.chmod(passwords_file(cfg), 0o600)
+    warm_execution_api(cfg)
     if first_start:
         source = "from TIDEWATER_AIRFLOW_PASSWORD" if os.environ.get("TIDEWATER_AIRFLOW_PASSWORD") else "generated"
         print(f"Airflow UI {base_url(cfg)}  login: {USER} / {password(cfg)}  ({source}; shown once, "
               f"kept in {passwords_file(cfg)})", flush=True)
     return int(api.pid() or 0)
+
+
+def warm_execution_api(cfg: TidewaterConfig) -> float:
+    """Build the task execution API's versioned routes now. Cadwyn builds them on the first request to
+    ``/execution/``, 4-5 s of the API server's CPU with its event loop blocked: without this, the first
+    tasks after a start waited that long to begin (stop 34, py-spy). Seconds taken."""
+    import urllib.error
+    import urllib.request
+
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"{base_url(cfg)}/execution/health", timeout=60) as resp:  # noqa: S310 - loopback
+            resp.read()
+    except urllib.error.HTTPError as exc:  # any answer means the routes are built
+        exc.read()
+    except OSError as exc:
+        raise ServiceError(f"airflow: the task execution API at {base_url(cfg)}/execution/ does not answer ({exc}); "
+                           f"see {_process(cfg, 'api-server').log_file}") from None
+    return round(time.monotonic() - started, 2)
 
 
 def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
