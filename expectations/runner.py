@@ -24,10 +24,6 @@ from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 
 DATASOURCE = "tidewater_spark"
-# GX computes a suite's metrics in several Spark jobs, each a scan of the frame: a window table's frame
-# (one row per window, not per event) is held in memory for the suite instead. 1M windows of staging:
-# 4.7 s -> 2.7 s for the suite in a trial (stop 34); bronze (every event) is scanned as it is
-HELD_KINDS = frozenset({"speed", "batch", "staging", "serving"})
 # Pass/fail first (GX computes no unexpected counts or samples: 2.0 s instead of 3.0-3.7 s for 348,000
 # staged windows, warm); only when an expectation fails does the suite run again to say what it observed.
 RESULT_FORMATS: tuple[Literal["BOOLEAN_ONLY"], Literal["SUMMARY"]] = ("BOOLEAN_ONLY", "SUMMARY")
@@ -102,12 +98,10 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     outcome = ValidationOutcome(p.name, kind, table)
     with runtime_context(cfg) as context:
         for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
-            held = df.persist() if suite_kind in HELD_KINDS else df
             try:
-                _run_suite(context, suite_kind, p.name, held, outcome, build_docs)
-            finally:
-                if held is not df:
-                    held.unpersist()
+                _run_suite(context, suite_kind, p.name, df, outcome, build_docs)
+            finally:  # GX persists the frame it validates and never releases it: in the job service every
+                df.unpersist()  # check would leave one more cached copy of a table behind
         if build_docs:
             outcome.docs = str(docs_index(cfg))
     outcome.seconds = time.monotonic() - started

@@ -47,6 +47,10 @@ def test_bronze_suite_catches_impossible_temperature(spark: SparkSession, cfg: T
     print(good.summary())
     assert good.success, good.summary()
     assert good.evaluated >= 4
+    from expectations.frames import table_frame
+
+    held = table_frame(spark, "bronze", "bronze.sensor_readings").storageLevel  # GX persists what it validates
+    assert not (held.useMemory or held.useDisk), f"the validated frame is still cached ({held}): a leak in the job service"
     write_bronze(spark, cfg, [("s-3", 1000.0)], first_offset=100)
     bad = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark)
     print(bad.summary())
