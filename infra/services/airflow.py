@@ -21,7 +21,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -175,14 +174,13 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
     return int(api.pid() or 0)
 
 
-def warm_execution_api(cfg: TidewaterConfig) -> float:
+def warm_execution_api(cfg: TidewaterConfig) -> None:
     """Build the task execution API's versioned routes now. Cadwyn builds them on the first request to
     ``/execution/``, 4-5 s of the API server's CPU with its event loop blocked: without this, the first
-    tasks after a start waited that long to begin (stop 34, py-spy). Seconds taken."""
+    tasks after a start waited that long to begin (stop 34, py-spy)."""
     import urllib.error
     import urllib.request
 
-    started = time.monotonic()
     try:
         with urllib.request.urlopen(f"{base_url(cfg)}/execution/health", timeout=60) as resp:  # noqa: S310 - loopback
             resp.read()
@@ -191,7 +189,6 @@ def warm_execution_api(cfg: TidewaterConfig) -> float:
     except OSError as exc:
         raise ServiceError(f"airflow: the task execution API at {base_url(cfg)}/execution/ does not answer ({exc}); "
                            f"see {_process(cfg, 'api-server').log_file}") from None
-    return round(time.monotonic() - started, 2)
 
 
 def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
