@@ -84,6 +84,9 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         "n.min_temperature OR o.max_temperature != n.max_temperature OR abs(o.avg_temperature - n.avg_temperature) "
         f"> {DOUBLE_TOLERANCE} * greatest(1.0, abs(o.avg_temperature))").collect()[0][0]
     res.check("every v1 window is identical in the replayed version", 0, int(differ))
+    latency = context["results"].get(2)
+    if differ and latency is not None and latency.status == "FAILED":
+        res.notes.append("scenario 2 failed, so v1 may lack its live events: v1's windows, not the replay's, can differ")
     res.ratios = {"replay/catch-up(1a)": ratio(eps, (context.get("catchup") or {}).get("a_events_per_s"))}
     res.notes.append("the replay runs the speed query alone (no ingest), scenario 1a runs ingest + speed")
     return res.finish()

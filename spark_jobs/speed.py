@@ -88,6 +88,10 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
             error = query.exception()
             if error is None:  # stopped from outside the loop
                 return []
+            if context_stopped(spark):  # no restart can succeed: Spark itself is down
+                print(f"speed: the Spark context stopped under query {name} (its log's first ERROR says why); "
+                      "the job exits (its supervisor restarts it)", file=sys.stderr, flush=True)
+                return [(name, str(error))]
             if not budgets[name].allow():
                 print(f"speed: query {name} failed {MAX_RESTARTS + 1} times within {RESTART_WINDOW_S:.0f} s; "
                       "the job exits (its supervisor restarts it)", file=sys.stderr, flush=True)
@@ -105,6 +109,15 @@ def supervise(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, queri
         liveness.beat()
         time.sleep(0.5)
     return []
+
+
+def context_stopped(spark: Any) -> bool:
+    """Whether the job's SparkContext was shut down (a Spark-internal failure stops it; every later
+    call fails), as opposed to one failed query."""
+    try:
+        return bool(spark.sparkContext._jsc.sc().isStopped())
+    except Exception:  # the JVM itself is gone
+        return True
 
 
 def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], starting_offsets: str | None = None,

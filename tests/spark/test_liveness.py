@@ -51,3 +51,12 @@ def test_the_file_gets_a_new_time_only_when_work_advanced(spark: Any, tmp_path: 
         time.sleep(0.2)
     job.join()
     assert not path.read_text().startswith("2000"), "a running stage did not refresh the file"
+
+
+def test_a_running_context_is_not_stopped_and_a_gone_one_is(spark: Any) -> None:
+    from types import SimpleNamespace
+
+    from spark_jobs.speed import context_stopped
+
+    assert context_stopped(spark) is False
+    assert context_stopped(SimpleNamespace(sparkContext=SimpleNamespace(_jsc=None))) is True  # the JVM is gone
