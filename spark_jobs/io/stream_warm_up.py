@@ -1,28 +1,37 @@
-"""The stream's warm-up: before its query starts, a speed job runs the micro-batch's counts, the
-speed step's plan and the partials append's write path ``WARM_UP_ROUNDS`` times, on no rows (the append goes to a
-scratch Delta table beside the checkpoint that nothing reads). Without it the first micro-batch
-with data pays their cold start in a new JVM and Python process (planning, code generation, the
-dedup history's load from bronze, Delta's write path: 2-5 s measured on 2 cores), and that delay
-sits in the latency of every event it carries.
+"""The stream's warm-up: before its query starts, a speed job runs its micro-batch's work on data that
+changes nothing, so that the first micro-batches of a new JVM and Python process do not pay their
+cold start (planning, code generation, the dedup history's load from bronze, Delta's write path) in
+the latency of every event they carry.
+
+* ``PLAN_ROUNDS`` rounds on no rows: the counts, the speed step's plan and the partials append's write
+  path (the append goes to a scratch Delta table beside the checkpoint that nothing reads). The
+  driver's planning code (Spark's analyzer, optimizer and planner, Delta's commit) runs slowly at
+  first and is warmed by plans, not rows: rounds took 2.2, 1.6, 0.8 and 0.8 s.
+* ``RECORD_ROUNDS`` rounds on the topic's last ``RECORDS_PER_PARTITION`` records per partition, read
+  as a batch (already processed or not, they are only read): Kafka's consumer, the parse, the
+  interpreted evaluation a level micro-batch runs, and the per-window partials, into the same scratch
+  table. The history lookup reads the dedup history and never adds to it.
+
+Measured (medium scenario 2, 1,000 events/s right after a start; benchmarks/README.md): one round on
+no rows (stop 34) p50 4.34 s, p99 12.12 s; four (stop 35) p50 2.94 s, p99 7.11 s.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 from lakehouse import naming
+from lakehouse.config import TidewaterConfig
 
-# The driver's planning code (Spark's analyzer, optimizer and planner, Delta's write path) is what a
-# new JVM runs slowly at first, and it is warmed by plans, not rows: rounds 1-4 took 2.2, 1.6, 0.8 and
-# 0.8 s. One round (stop 34) left the first ten micro-batches of a level stream at up to twice their
-# later time; four cut the 1,000 events/s latency right after a start from p50 4.34 s, p99 12.12 s
-# to p50 2.94 s, p99 7.11 s (medium runs, stop 35, benchmarks/README.md)
-WARM_UP_ROUNDS = 4
+PLAN_ROUNDS = 2
+RECORD_ROUNDS = 2
+RECORDS_PER_PARTITION = 500
 
 
-def warm_up(sink: Any, schema: Any) -> None:
+def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
     """``sink``: the query's ``StreamBatch``; ``schema``: the schema of the records it is given."""
     from spark_jobs.io.lineage import committed_batches, offset_log_entry
     from spark_jobs.io.partials_table import write_scratch
@@ -37,10 +46,58 @@ def warm_up(sink: Any, schema: Any) -> None:
     wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else datetime.now(UTC)
     scratch = checkpoint.with_name(f"{checkpoint.name}.warm-up")
     seconds = []
-    for _ in range(WARM_UP_ROUNDS):
+    for _ in range(PLAN_ROUNDS):
         started = time.monotonic()
         sink.stats(empty, wm)
         spark.table(naming.speed_partials_table(sink.p.name, sink.version)).limit(1).collect()
         write_scratch(sink.speed_partials(empty, wm, wm), sink.p, sink.version, scratch, wm)
         seconds.append(time.monotonic() - started)
+    try:
+        seconds += record_rounds(sink, cfg, wm, scratch)
+    except Exception as exc:  # the stream reads Kafka itself and fails loudly if it must; a warm-up need not
+        print(f"stream: warm-up on the topic's records skipped ({str(exc).strip().splitlines()[0][:200]})", flush=True)
     print(f"stream: warm-up rounds {', '.join(f'{s:.1f}' for s in seconds)} s", flush=True)
+
+
+def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -> list[float]:
+    """``RECORD_ROUNDS`` rounds of a level micro-batch's work on the topic's latest records."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.utc import as_utc
+    from spark_jobs.io import execution_mode
+    from spark_jobs.io.partials_table import write_scratch
+
+    records, count = latest_records(sink.spark, cfg, sink.p)
+    if records is None:
+        return []
+    seconds = []
+    execution_mode.use_for(sink.spark, count)
+    df = records.withColumn("raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
+    try:
+        for _ in range(RECORD_ROUNDS):
+            started = time.monotonic()
+            stats = sink.stats(df, wm)
+            lo = as_utc(stats["lo"]) if stats["lo"] is not None else wm
+            write_scratch(sink.speed_partials(df, wm, lo), sink.p, sink.version, scratch, wm)
+            seconds.append(time.monotonic() - started)
+    finally:
+        df.unpersist()
+    return seconds
+
+
+def latest_records(spark: Any, cfg: TidewaterConfig, p: Any) -> tuple[Any, int]:
+    """The topic's last ``RECORDS_PER_PARTITION`` records per partition, parsed and classified as the
+    stream's micro-batches are (None when the topic is empty), and how many."""
+    from spark_jobs.io.kafka_admin import offsets
+    from spark_jobs.io.kafka_source import CLIENT_TIMEOUTS
+    from spark_jobs.transforms.parse import classify, with_kafka_metadata
+
+    ranges = {part: (max(first, end - RECORDS_PER_PARTITION), end) for part, (first, end) in offsets(cfg, p.topic).items()}
+    count = sum(end - start for start, end in ranges.values())
+    if not count:
+        return None, 0
+    records = (spark.read.format("kafka").options(**CLIENT_TIMEOUTS).option("kafka.bootstrap.servers", cfg.kafka.bootstrap)
+               .option("subscribe", p.topic)
+               .option("startingOffsets", json.dumps({p.topic: {str(k): s for k, (s, _) in ranges.items()}}))
+               .option("endingOffsets", json.dumps({p.topic: {str(k): e for k, (_, e) in ranges.items()}})).load())
+    return records.transform(with_kafka_metadata).transform(classify(p)), count
