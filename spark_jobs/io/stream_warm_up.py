@@ -6,14 +6,16 @@ the latency of every event they carry.
 * ``PLAN_ROUNDS`` rounds on no rows: the counts, the speed step's plan and the partials append's write
   path (the append goes to a scratch Delta table beside the checkpoint that nothing reads). The
   driver's planning code (Spark's analyzer, optimizer and planner, Delta's commit) runs slowly at
-  first and is warmed by plans, not rows: rounds took 2.2, 1.6, 0.8 and 0.8 s.
+  first and is warmed by plans, not rows. The first round also loads the dedup history.
 * ``RECORD_ROUNDS`` rounds on the topic's last ``RECORDS_PER_PARTITION`` records per partition, read
   as a batch (already processed or not, they are only read): Kafka's consumer, the parse, the
   interpreted evaluation a level micro-batch runs, and the per-window partials, into the same scratch
   table. The history lookup reads the dedup history and never adds to it.
 
-Measured (medium scenario 2, 1,000 events/s right after a start; benchmarks/README.md): one round on
-no rows (stop 34) p50 4.34 s, p99 12.12 s; four (stop 35) p50 2.94 s, p99 7.11 s.
+Measured at medium size, 1,000 events/s right after a start (p50 / p99; stop 35, benchmarks/README.md):
+one round on no rows (before) 4.34 / 12.12 s; four on no rows 2.94 / 7.11 and 2.88 / 6.81 s; four plus
+three on records 3.04 / 5.63 s, two plus two 3.17 / 6.75 s (the last two after scenario 1, whose topic
+and history are bigger). Each round costs 1.5-3 s of the job's start; two of each keep most of the gain.
 """
 
 from __future__ import annotations
