@@ -61,6 +61,16 @@ def _once(cfg: TidewaterConfig, sql: str, user: str = "analyst") -> list[Row]:
         return _query(conn, sql)
 
 
+def _server_errors(cfg: TidewaterConfig, limit: int = 30) -> list[str]:
+    """The Thrift server's ERROR and exception lines (the first ``limit``): why it failed, if it did,
+    kept in the assertion message because the test stack's folder is deleted afterwards."""
+    from infra.services import thrift_server
+
+    log = Path(str(thrift_server.status(cfg)["log"]))
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    return [line[:300] for line in lines if (" ERROR " in line or "Exception" in line) and " WARN " not in line][:limit]
+
+
 def _eventually(read: Callable[[], Any], expected: Any, cfg: TidewaterConfig) -> float:
     """Seconds until ``read()`` returns ``expected``: JDBC answers may lag other processes' commits by
     ``thrift.max_staleness_seconds`` plus one cache rebuild; fails after that bound plus a margin for a
@@ -294,7 +304,7 @@ def test_closing_sessions_never_break_other_sessions_queries(spark: SparkSession
         t.start()
     for t in threads:
         t.join(CHURN_SECONDS + 300)
-    assert failures == [], (len(failures), counts, failures[:5])
+    assert failures == [], (len(failures), counts, failures[:5], _server_errors(cfg))
     assert counts["churn"] >= 10 and counts["steady"] >= 5, counts  # the clients really ran
     assert "getMSC() is null" not in log_file.read_text(errors="replace")
 
@@ -342,6 +352,12 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
     done, answers, failures = threading.Event(), [], []
 
     def client(name: str, connection_per_query: bool, at_least: int) -> None:
+        try:
+            queries_of(name, connection_per_query, at_least)
+        except Exception as exc:  # noqa: BLE001 - a client that cannot even connect is a failure too
+            failures.append(f"{name} connect: {type(exc).__name__}: {str(exc)[:300]}")
+
+    def queries_of(name: str, connection_per_query: bool, at_least: int) -> None:
         rounds = 0
         with closing(_connect(cfg, name)) as shared:
             while rounds < at_least or not done.is_set():
@@ -366,7 +382,7 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
         done.set()
         for t in threads:
             t.join(600)
-    assert failures == [], failures[:10]
+    assert failures == [], (failures[:10], _server_errors(cfg))
     published = run["windows_written"]
     assert 0 < published < 30, run  # some windows from batch, the newest still from speed
     by_kind = {k: {v for kind, v in answers if kind == k} for k in queries}
