@@ -33,3 +33,19 @@ def read_stream(spark: SparkSession, cfg: TidewaterConfig, topic: str, starting_
         .option("failOnDataLoss", "true")
         .load()
     )
+
+
+def read_range(spark: SparkSession, cfg: TidewaterConfig, topic: str, ranges: dict[int, tuple[int, int]]) -> DataFrame:
+    """Batch read of ``topic``'s records in ``ranges`` (partition -> (first offset, end offset), the end
+    excluded), with the stream's client settings."""
+    import json
+
+    return (
+        spark.read.format("kafka")
+        .options(**CLIENT_TIMEOUTS)
+        .option("kafka.bootstrap.servers", cfg.kafka.bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", json.dumps({topic: {str(k): first for k, (first, _) in ranges.items()}}))
+        .option("endingOffsets", json.dumps({topic: {str(k): end for k, (_, end) in ranges.items()}}))
+        .load()
+    )

@@ -20,7 +20,6 @@ and history are bigger). Each round costs 1.5-3 s of the job's start; two of eac
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -91,15 +90,11 @@ def latest_records(spark: Any, cfg: TidewaterConfig, p: Any) -> tuple[Any, int]:
     """The topic's last ``RECORDS_PER_PARTITION`` records per partition, parsed and classified as the
     stream's micro-batches are (None when the topic is empty), and how many."""
     from spark_jobs.io.kafka_admin import offsets
-    from spark_jobs.io.kafka_source import CLIENT_TIMEOUTS
+    from spark_jobs.io.kafka_source import read_range
     from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
     ranges = {part: (max(first, end - RECORDS_PER_PARTITION), end) for part, (first, end) in offsets(cfg, p.topic).items()}
     count = sum(end - start for start, end in ranges.values())
     if not count:
         return None, 0
-    records = (spark.read.format("kafka").options(**CLIENT_TIMEOUTS).option("kafka.bootstrap.servers", cfg.kafka.bootstrap)
-               .option("subscribe", p.topic)
-               .option("startingOffsets", json.dumps({p.topic: {str(k): s for k, (s, _) in ranges.items()}}))
-               .option("endingOffsets", json.dumps({p.topic: {str(k): e for k, (_, e) in ranges.items()}})).load())
-    return records.transform(with_kafka_metadata).transform(classify(p)), count
+    return read_range(spark, cfg, p.topic, ranges).transform(with_kafka_metadata).transform(classify(p)), count
