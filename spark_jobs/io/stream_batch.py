@@ -46,6 +46,15 @@ from spark_jobs.step_timer import Steps
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 
 
+def cached_form(records: Any) -> Any:
+    """A micro-batch's records as the sink caches them: without the watermark column, and with the raw
+    text only where quarantine needs it (a smaller cache for every later step)."""
+    from pyspark.sql import functions as F
+
+    return records.drop(WATERMARK_COLUMN).withColumn(
+        "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value")))
+
+
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
                  floors: dict[str, dict[str, int] | None]) -> None:
@@ -66,7 +75,6 @@ class StreamBatch:
         return f"{self.qid}/{batch_id}"
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        from pyspark.sql import functions as F
 
         from spark_jobs.io import execution_mode, lineage
         from spark_jobs.io.lineage import from_floor
@@ -78,9 +86,7 @@ class StreamBatch:
         self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
-        # the raw text is kept only where quarantine needs it: a smaller cache for every later step
-        df = df.drop(WATERMARK_COLUMN).withColumn(
-            "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
+        df = cached_form(df).persist()
         try:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
             self.steps.done("parse")

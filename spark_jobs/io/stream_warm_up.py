@@ -62,18 +62,17 @@ def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
 
 def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -> list[float]:
     """``RECORD_ROUNDS`` rounds of a level micro-batch's work on the topic's latest records."""
-    from pyspark.sql import functions as F
-
     from lakehouse.utc import as_utc
     from spark_jobs.io import execution_mode
     from spark_jobs.io.partials_table import write_scratch
+    from spark_jobs.io.stream_batch import cached_form
 
     records, count = latest_records(sink.spark, cfg, sink.p)
     if records is None:
         return []
     seconds = []
     execution_mode.use_for(sink.spark, count)
-    df = records.withColumn("raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value"))).persist()
+    df = cached_form(records).persist()
     try:
         for _ in range(RECORD_ROUNDS):
             started = time.monotonic()
