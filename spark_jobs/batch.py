@@ -98,6 +98,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it)."""
     from pyspark.sql import functions as F
 
+    from spark_jobs.batch_increment import incremental_rows
     from spark_jobs.transforms import incremental
     from spark_jobs.transforms.windows import dedup_history
 
@@ -116,28 +117,23 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     last = None if full else batch_runs.last_published(spark, p.name)
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    deletes, cached = None, []
     if last is None:
-        mode, previous = "full", None
-        upserts = incremental.all_windows(p, snapshot.transform(dedup_history(p)), cutoff)
+        mode, previous, way = "full", None, "full"
+        upserts, deletes, increment = incremental.all_windows(p, snapshot.transform(dedup_history(p)), cutoff), None, None
     else:
         mode, previous = "incremental", int(last["bronze_version"])
-        cutoff = max(as_utc(cutoff), as_utc(last["cutoff"]))
+        old_cutoff = as_utc(last["cutoff"])
+        cutoff = max(as_utc(cutoff), old_cutoff)
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
                       else snapshot.limit(0)).persist()
-        needed = incremental.needed_events(p, snapshot, new_events, last["cutoff"]).persist()
-        cached += [new_events, needed]
-        history = incremental.first_copies_among(p, needed, snapshot)
-        upserts = incremental.recompute(p, history, new_events, last["cutoff"], cutoff)
-        if p.window.type == "session":
-            upserts = upserts.persist()
-            cached.append(upserts)
-            deletes = incremental.superseded_sessions(p, spark.table(naming.table("batch", p.name)), upserts)
+        increment = incremental_rows(spark, p, snapshot, new_events, old_cutoff, cutoff)
+        increment.cached.append(new_events)
+        upserts, deletes, way = increment.upserts, increment.deletes, increment.way
     staging = naming.staging_table("batch", p.name)
     staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
-    for df in cached:
-        df.unpersist()
-    steps.done(f"{mode} windows")
+    if increment is not None:
+        increment.release()
+    steps.done(f"{way} windows")
     counts = staged_counts(spark, staging, has_deletes=deletes is not None)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
            "previous_bronze_version": previous, "cutoff": cutoff, "windows_written": counts.get("upsert", 0),

@@ -80,7 +80,14 @@ def exact_sensor_windows(events: list[dict], cutoff: datetime) -> dict:
     return {k: (len(v), round(sum(v) / len(v), 9), min(v), max(v)) for k, v in groups.items() if k[2] <= cutoff}
 
 
-def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: TidewaterConfig) -> None:
+def staged_way(capfd: pytest.CaptureFixture[str]) -> str:
+    """How the last run computed its windows: 'fold', 'recompute' or 'full' (its stage step line)."""
+    lines = [x for x in capfd.readouterr().err.splitlines() if " stage: " in x]
+    return lines[-1].split(" windows ")[0].rsplit(", ", 1)[-1]
+
+
+def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: TidewaterConfig,
+                                                  capfd: pytest.CaptureFixture[str]) -> None:
     from spark_jobs import batch
 
     p = load_pipeline("sensor_readings")
@@ -99,13 +106,19 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     send([sensor(i, f"s{i % 3}", i * 4_000, 20.0 + i % 7) for i in range(150, 240)] + late + sent[10:20])
     second = batch.run(spark, cfg, p)
     assert second["mode"] == "incremental"
+    assert staged_way(capfd) == "fold"  # late events and re-sent copies fold into the published windows
     assert second["windows_written"] < len(table_rows(spark, p))
     # a copy of r100 (6:40) with another payload, arriving last, in a late window (1:30): the late
     # window is recomputed, and r100 must still count once, in 6:40, where its first copy is
     copy = {**sent[100], "timestamp": 90_500, "temperature": 77.0, "_arrived_ms": 3_600_000}
-    send([sensor(2000, "s1", 90_000, 39.0), sensor(2001, "s9", 60_500, 1.0), copy] + sent[:5])
+    # and a copy of r120 (8:00) that reached Kafka before the published one (another partition's
+    # append, or a broker's clock): it displaces it, so 8:00 loses r120 and 0:30 gains it, which only
+    # a recompute of both windows can express
+    ahead = {**sent[120], "timestamp": 30_700, "temperature": 55.0, "_arrived_ms": 100_000}
+    send([sensor(2000, "s1", 90_000, 39.0), sensor(2001, "s9", 60_500, 1.0), copy, ahead] + sent[:5])
     third = batch.run(spark, cfg, p)
     assert third["mode"] == "incremental" and third["windows_written"] >= 2
+    assert staged_way(capfd) == "recompute"
     # the run's ledger rows count every copy in bronze against the distinct ids, window by window
     ledger = {(r["window_key"], r["window_start"]): r["duplicates_removed"] for r in spark.table(
         "ops.reconciliation").where(f"run_id = '{third['run_id']}'").collect()}
