@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -97,7 +98,7 @@ def recomputed(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_events
 
 
 def incremental_rows(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_events: DataFrame,
-                     old_cutoff: datetime, new_cutoff: datetime) -> Increment:
+                     old_cutoff: datetime, new_cutoff: datetime, steps: Steps) -> Increment:
     """The fold when it applies and is exact for this run, else the recompute. ``new_events`` cached.
     The recompute's changed events are the new ones and the older copies they displace (whose
     windows lose them)."""
@@ -109,7 +110,9 @@ def incremental_rows(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_
     firsts = fold.first_of_each_id(p, fold.copies_of(p, new_events, narrowed)).persist()
     moved = fold.displacing(p, new_events, firsts).select(p.event_id).persist()
     cached = [firsts, moved]
-    if fold.foldable(p) and moved.isEmpty():
+    fold_exact = fold.foldable(p) and moved.isEmpty()
+    steps.done("copies of new ids")
+    if fold_exact:
         return folded(spark, p, snapshot, new_events, firsts, old_cutoff, new_cutoff, cached)
     displaced = narrowed.join(F.broadcast(moved), p.event_id, "left_semi")
     done = recomputed(spark, p, snapshot, new_events.unionByName(displaced), old_cutoff, new_cutoff)

@@ -75,19 +75,19 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     steps = Steps()
-    publish_rows(spark, cfg, p, run)
-    steps.done("batch + serving rows")
+    publish_rows(spark, cfg, p, run, steps)
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
     refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    steps.done("view")
     recording.join()
-    steps.done("run record + view")
+    steps.done("run record (beside the view)")
     steps.report(f"batch: {p.name} publish")
     return run
 
 
-def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any]) -> None:
+def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps) -> None:
     """The run's rows into ``batch.<p>``, then into ``serving.<p>__published``: two commits, in turn (the
     batch lock makes this the only writer of both). A ``__published`` row names the ``batch.<p>``
     version that publishes it (``last_write_version``: an auto compaction's commit after it is not it).
@@ -97,4 +97,6 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     from spark_jobs.serving import publish_batch_rows
 
     merge_staged(spark, p, run)
+    steps.done("batch rows")
     publish_batch_rows(spark, cfg, p, run, last_write_version(spark, naming.table("batch", p.name)))
+    steps.done("serving rows")
