@@ -24,6 +24,10 @@ from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 
 DATASOURCE = "tidewater_spark"
+IN_MEMORY_DATASOURCE = "tidewater_pandas"
+# A frame of at most this many rows is validated in memory (GX's pandas engine, after ``toPandas``): the
+# same suite, without one Spark job per metric (2,600 staged windows: 0.2 s instead of 1.3-1.6 s, warm).
+IN_MEMORY_MAX_ROWS = 20_000
 # Pass/fail first (GX computes no unexpected counts or samples: 2.0 s instead of 3.0-3.7 s for 348,000
 # staged windows, warm); only when an expectation fails does the suite run again to say what it observed.
 RESULT_FORMATS: tuple[Literal["BOOLEAN_ONLY"], Literal["SUMMARY"]] = ("BOOLEAN_ONLY", "SUMMARY")
@@ -79,7 +83,8 @@ def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str
 
 def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, table: str,
                    spark: Any = None, build_docs: bool = True,
-                   read_cutoff: CutoffReader | None = None) -> ValidationOutcome:
+                   read_cutoff: CutoffReader | None = None,
+                   in_memory_max_rows: int = IN_MEMORY_MAX_ROWS) -> ValidationOutcome:
     """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame).
     ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped)."""
     if kind not in KINDS:
@@ -99,7 +104,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     with runtime_context(cfg) as context:
         for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
             try:
-                _run_suite(context, suite_kind, p.name, df, outcome, build_docs)
+                _run_suite(context, suite_kind, p.name, df, outcome, build_docs, in_memory_max_rows)
             finally:  # GX persists the frame it validates and never releases it: in the job service every
                 df.unpersist()  # check would leave one more cached copy of a table behind
         if build_docs:
@@ -108,16 +113,26 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     return outcome
 
 
+def in_memory_if_small(df: Any, max_rows: int) -> tuple[Any, str]:
+    """``df`` as a pandas frame when it has at most ``max_rows`` rows (a count that stops early),
+    else as it is; and the name of the GX data source for it."""
+    if max_rows <= 0 or df.limit(max_rows + 1).count() > max_rows:
+        return df, DATASOURCE
+    return df.toPandas(), IN_MEMORY_DATASOURCE
+
+
 def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: ValidationOutcome,
-               build_docs: bool) -> None:
+               build_docs: bool, in_memory_max_rows: int = IN_MEMORY_MAX_ROWS) -> None:
     import great_expectations as gx
 
     name = suite_name(suite_kind, pipeline)
     suite = context.suites.get(name)
+    df, source_name = in_memory_if_small(df, in_memory_max_rows)
     try:
-        source = context.data_sources.get(DATASOURCE)
+        source = context.data_sources.get(source_name)
     except (KeyError, ValueError):
-        source = context.data_sources.add_spark(name=DATASOURCE)
+        add = context.data_sources.add_pandas if source_name == IN_MEMORY_DATASOURCE else context.data_sources.add_spark
+        source = add(name=source_name)
     try:
         asset = source.get_asset(name)
     except LookupError:
@@ -126,14 +141,17 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
         batch_def = asset.get_batch_definition(name)
     except (KeyError, ValueError, LookupError):
         batch_def = asset.add_batch_definition_whole_dataframe(name)
+    # one validation definition (and checkpoint) per engine: a stored definition names its data source,
+    # and a context that has not added that source cannot load it
+    check = name if source_name == DATASOURCE else f"{name}.in_memory"
     validation = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=name, data=batch_def, suite=suite))
+        gx.ValidationDefinition(name=check, data=batch_def, suite=suite))
     actions: list[Any] = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
     parameters = {"max_event_ms": int((time.time() + MAX_EVENT_AHEAD_SECONDS) * 1000)}
     result: Any = None
     for result_format in RESULT_FORMATS:
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-            name=f"check.{name}", validation_definitions=[validation], actions=actions, result_format=result_format))
+            name=f"check.{check}", validation_definitions=[validation], actions=actions, result_format=result_format))
         result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
         if all(res.success for run in result.run_results.values() for res in run.results):
             break
