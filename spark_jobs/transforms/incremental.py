@@ -111,14 +111,11 @@ def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataF
     """The ``rows`` that are the first copy of their event id among ALL ``events`` (the batch rule,
     ``windows.dedup_history``), without deduplicating ``events``: only the copies of the ids in
     ``rows`` are looked up (a broadcast semi join) and ranked. ``rows`` should be cached."""
-    from pyspark.sql import functions as F
-
+    from spark_jobs.transforms.incremental_fold import copies_of
     from spark_jobs.transforms.windows import dedup_history
 
     position = ["kafka_partition", "kafka_offset"]
-    ids = F.broadcast(rows.select(p.event_id).distinct())
-    copies = events.select(p.event_id, "kafka_timestamp", *position).join(ids, p.event_id, "left_semi")
-    firsts = copies.transform(dedup_history(p)).select(*position)
+    firsts = copies_of(p, rows, events).transform(dedup_history(p)).select(*position)
     return rows.join(firsts, position, "left_semi")
 
 
