@@ -260,7 +260,7 @@ BATCH_RUNS = Contract(
      ("bronze_version", "bigint"), ("previous_bronze_version", "bigint"), ("cutoff", "timestamp"),
      ("windows_written", "bigint"), ("windows_deleted", "bigint"), ("events_read", "bigint"),
      ("duration_ms", "bigint"), ("staged_at", "timestamp"), ("published_at", "timestamp"), ("message", "string")),
-    grain=("run_id", "status"),  # one row per run and status, appended (``spark_jobs.batch_runs``)
+    grain=("run_id", "status"), properties=STREAMED,  # one row per run and status, appended (``spark_jobs.batch_runs``)
 )
 
 RECONCILIATION = Contract(

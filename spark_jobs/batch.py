@@ -20,56 +20,20 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
-from lakehouse.errors import NothingToDo, TidewaterError
+from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
+from spark_jobs.batch_bronze import batch_cutoff, bronze_changes, bronze_empty, bronze_snapshot, snapshot_stats
 from spark_jobs.batch_publish import batch_lock, publish_staged
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-def bronze_snapshot(spark: SparkSession, p: Pipeline) -> tuple[int, DataFrame]:
-    from spark_jobs.io.delta_io import table_version
-
-    table = naming.table("bronze", p.name)
-    version = table_version(spark, table)
-    return version, spark.read.option("versionAsOf", version).table(table)
-
-
-def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> DataFrame:
-    """Rows inserted into bronze in versions ``after+1 .. upto`` (Change Data Feed)."""
-    df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
-          .option("endingVersion", upto).table(naming.table("bronze", p.name)))
-    return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
-
-
-def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str, Any] | None:
-    """Rows, latest event time and latest arrival of bronze at ``version``, from its Delta log's file
-    statistics instead of a scan (exact: both columns hold whole milliseconds, which is what Delta's
-    statistics keep); None when the log cannot tell."""
-    from spark_jobs.io.ops_reader import snapshot_stats as log_stats
-    from spark_jobs.io.ops_reader import table_path
-
-    found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
-    if found is None:
-        return None
-    return {"n": found["num_records"], "top": found["event_time"], "arrived": found["kafka_timestamp"]}
-
-
-def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, lateness_seconds: int) -> datetime:
-    """Windows ending at or before the cutoff count as complete. Event time can run ahead of the
-    clock (a producer's clock up to ``max_future_skew`` fast); the last arrival (the broker's clock)
-    cannot, so the cutoff follows the earlier of the two."""
-    top = max_event_time if max_arrival is None else min(max_event_time, max_arrival)
-    return top - timedelta(seconds=lateness_seconds)
 
 
 def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run_id: str, version: int) -> DataFrame:
@@ -89,13 +53,15 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
 def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
     with batch_lock(cfg, p):
-        run = _stage(spark, cfg, p, full)
-        batch_runs.save(spark, run, supersede_staged=True)
+        run, known = _stage(spark, cfg, p, full)
+        batch_runs.save(spark, run, supersede_staged=True, known=known)
         return run
 
 
-def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -> dict[str, Any]:
-    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it)."""
+def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
+           full: bool) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it)
+    and the pipeline's runs as read under the batch lock (None: not read, a full run needs none)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.batch_increment import incremental_rows
@@ -115,7 +81,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
     if not stats["n"]:
         raise bronze_empty(p)
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
-    last = None if full else batch_runs.last_published(spark, p.name)
+    known = None if full else batch_runs.runs(spark, p.name)
+    last = None if known is None else batch_runs.latest_published(known)
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     if last is None:
         mode, previous, way = "full", None, "full"
@@ -141,7 +108,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool) -
            "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
     steps.done("counts")
     steps.report(f"batch: {p.name} stage")
-    return run
+    return run, known
 
 
 def staged_counts(spark: SparkSession, staging: str, has_deletes: bool) -> dict[str, int]:
@@ -187,9 +154,9 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
     refuse_in_kappa(cfg, p)
     steps = steps or Steps()
     with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between
-        staged = _stage(spark, cfg, p, full)
+        staged, known = _stage(spark, cfg, p, full)
         steps.done("stage")
-        recording = Background(batch_runs.save, spark, staged, True)
+        recording = Background(batch_runs.save, spark, staged, True, known)
         try:
             validate(spark, cfg, p, naming.staging_table("batch", p.name))
         except TidewaterError as exc:
@@ -202,21 +169,6 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
         published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged)
         steps.done("publish")
         return published
-
-
-def bronze_empty(p: Pipeline) -> NothingToDo:
-    return NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
-                       f"('tidewater speed start {p.name}') and produce events first")
-
-
-def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
-    """Spark-free: NothingToDo when bronze has no live data file (or does not exist yet), read from
-    its ``_delta_log``, so an empty pipeline's run ends in milliseconds, before any JVM or the job
-    service is reached. A table with files goes on to ``_stage``, whose row count decides."""
-    from spark_jobs.io.ops_reader import live_files, table_path
-
-    if not live_files(table_path(cfg, naming.table("bronze", p.name))):
-        raise bronze_empty(p)
 
 
 def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:

@@ -43,7 +43,11 @@ def current_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def last_published(spark: SparkSession, pipeline: str) -> dict[str, Any] | None:
-    done = [r for r in runs(spark, pipeline) if r["status"] == "published"]
+    return latest_published(runs(spark, pipeline))
+
+
+def latest_published(known: list[dict[str, Any]]) -> dict[str, Any] | None:
+    done = [r for r in known if r["status"] == "published"]
     return max(done, key=lambda r: r["published_at"]) if done else None
 
 
@@ -56,14 +60,15 @@ def published_cutoff(spark: SparkSession, pipeline: str) -> datetime | None:
     return last["cutoff"] if last else None
 
 
-def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = False) -> None:
+def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = False,
+         known: list[dict[str, Any]] | None = None) -> None:
     """Append the run's row for its new status; with ``supersede_staged`` (a newly staged run), in the
-    same commit, a ``superseded`` row for every other run of its pipeline that is ``staged`` now. The
-    caller holds the batch lock, so no other run changes status between that read and the append."""
+    same commit, a ``superseded`` row for every other run of its pipeline that is ``staged`` now:
+    from ``known`` (the pipeline's runs, read under the batch lock the caller still holds) or read here."""
     rows = [row]
     if supersede_staged:
-        rows += [{**r, "status": "superseded"} for r in runs(spark, str(row["pipeline"]))
-                 if r["status"] == "staged" and r["run_id"] != row["run_id"]]
+        current = runs(spark, str(row["pipeline"])) if known is None else known
+        rows += [{**r, "status": "superseded"} for r in current if r["status"] == "staged" and r["run_id"] != row["run_id"]]
     full = [{c: r.get(c) for c in contracts.BATCH_RUNS.column_names} for r in rows]
     spark.createDataFrame(full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
 

@@ -91,7 +91,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     from pyspark.sql import functions as F
 
     from lakehouse.errors import TidewaterError
-    from spark_jobs import batch, batch_publish, batch_runs
+    from spark_jobs import batch, batch_bronze, batch_publish, batch_runs
 
     p = load_pipeline("sensor_readings")
     bronze = Bronze(spark, p)
@@ -150,7 +150,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     version = table_version(spark, "bronze.sensor_readings")
     scanned = spark.sql("SELECT count(*) AS n, unix_millis(max(event_time)) AS top, unix_millis(max(kafka_timestamp)) AS arrived"
                         " FROM bronze.sensor_readings").collect()[0]
-    from_log = batch.snapshot_stats(cfg, p, version)
+    from_log = batch_bronze.snapshot_stats(cfg, p, version)
     assert from_log is not None
     assert (from_log["n"], int(from_log["top"].timestamp() * 1000), int(from_log["arrived"].timestamp() * 1000)) == (
         scanned["n"], scanned["top"], scanned["arrived"])

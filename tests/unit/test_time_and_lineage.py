@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse.utc import sql_timestamp
-from spark_jobs.batch import batch_cutoff
+from spark_jobs.batch_bronze import batch_cutoff
 from spark_jobs.io import lineage
 from spark_jobs.io.progress_recorder import progress_row, recovered_row
 

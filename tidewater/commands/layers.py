@@ -27,7 +27,7 @@ def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
     """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table
     (exit 3 at once). The CLI runs them before it forwards the command to the job service; returns the
     config and the pipeline."""
-    from spark_jobs import batch
+    from spark_jobs import batch, batch_bronze
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -37,7 +37,7 @@ def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.publish and args.stage_only:
         raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
     if not args.publish:
-        batch.require_bronze_rows(cfg, p)
+        batch_bronze.require_bronze_rows(cfg, p)
     return cfg, p
 
 

@@ -1,0 +1,67 @@
+"""What a batch run reads of bronze: one snapshot (a Delta version), the rows added since a version
+(Change Data Feed), its statistics from the Delta log, and the cutoff they give; and the Spark-free
+check that an empty pipeline has nothing to stage."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.errors import NothingToDo
+from lakehouse.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def bronze_snapshot(spark: SparkSession, p: Pipeline) -> tuple[int, DataFrame]:
+    from spark_jobs.io.delta_io import table_version
+
+    table = naming.table("bronze", p.name)
+    version = table_version(spark, table)
+    return version, spark.read.option("versionAsOf", version).table(table)
+
+
+def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> DataFrame:
+    """Rows inserted into bronze in versions ``after+1 .. upto`` (Change Data Feed)."""
+    df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
+          .option("endingVersion", upto).table(naming.table("bronze", p.name)))
+    return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str, Any] | None:
+    """Rows, latest event time and latest arrival of bronze at ``version``, from its Delta log's file
+    statistics instead of a scan (exact: both columns hold whole milliseconds, which is what Delta's
+    statistics keep); None when the log cannot tell."""
+    from spark_jobs.io.ops_reader import snapshot_stats as log_stats
+    from spark_jobs.io.ops_reader import table_path
+
+    found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
+    if found is None:
+        return None
+    return {"n": found["num_records"], "top": found["event_time"], "arrived": found["kafka_timestamp"]}
+
+
+def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, lateness_seconds: int) -> datetime:
+    """Windows ending at or before the cutoff count as complete. Event time can run ahead of the
+    clock (a producer's clock up to ``max_future_skew`` fast); the last arrival (the broker's clock)
+    cannot, so the cutoff follows the earlier of the two."""
+    top = max_event_time if max_arrival is None else min(max_event_time, max_arrival)
+    return top - timedelta(seconds=lateness_seconds)
+
+
+def bronze_empty(p: Pipeline) -> NothingToDo:
+    return NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
+                       f"('tidewater speed start {p.name}') and produce events first")
+
+
+def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
+    """Spark-free: NothingToDo when bronze has no live data file (or does not exist yet), read from
+    its ``_delta_log``, so an empty pipeline's run ends in milliseconds, before any JVM or the job
+    service is reached. A table with files goes on to ``_stage``, whose row count decides."""
+    from spark_jobs.io.ops_reader import live_files, table_path
+
+    if not live_files(table_path(cfg, naming.table("bronze", p.name))):
+        raise bronze_empty(p)
