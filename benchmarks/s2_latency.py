@@ -30,6 +30,7 @@ from benchmarks.paced_producer import produce
 from benchmarks.result import ScenarioResult
 from benchmarks.s1_catchup import PIPELINE, _caught_up
 from benchmarks.sizes import Sizes
+from infra.services.log_evidence import job_evidence
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
@@ -95,19 +96,6 @@ def _require_running(cfg: TidewaterConfig) -> None:
     proc = speed_process(cfg, load_pipeline(PIPELINE, cfg.pipelines))
     if not proc.running():
         raise RuntimeError(f"the speed job exited; log {proc.log_file}:\n{job_evidence(proc.tail(20_000))}")
-
-
-def job_evidence(log: str, head: int = 2000, tail: int = 3000) -> str:
-    """What a failed scenario keeps of a speed job's log before the stack is deleted: the job's own
-    lines, Spark's ERROR lines and the Python and Java error lines (stack frames and warnings left
-    out). The first ``head`` characters (where the first failure, the cause, is) and the last ``tail``."""
-    keep = ("speed:", " ERROR ", "Traceback", "File \"", "Error", "Exception", "Caused by")
-    lines = log.splitlines()
-    errors = [line for line in lines if any(k in line for k in keep) and not line.lstrip().startswith("at ")
-              and " WARN " not in line]
-    last_batches = [line for line in lines if line.startswith("stream: batch")][-3:]
-    text = "\n".join([*errors, *last_batches])
-    return text if len(text) <= head + tail else f"{text[:head]}\n[...]\n{text[-tail:]}"
 
 
 def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, phase: str = "") -> tuple[dict[str, Any], dict[str, Any]]:

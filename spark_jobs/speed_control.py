@@ -182,7 +182,7 @@ def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] =
                    version: int | None = None, timeout: float = 300.0, max_lag: int = 0,
                    job_must_run: bool = False) -> bool:
     """Block until every query's committed offsets are within ``max_lag`` of the topic's end. With
-    ``job_must_run``, a main speed job that is gone raises at once, with its log's tail (nothing
+    ``job_must_run``, a main speed job that is gone raises at once, with its log's error lines (nothing
     restarts it here: waiting out the timeout would only hide why)."""
     deadline, proc = time.monotonic() + timeout, speed_process(cfg, p)
     while time.monotonic() < deadline:
@@ -190,7 +190,9 @@ def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] =
         if all(lag is not None and lag <= max_lag for lag in lags):
             return True
         if job_must_run and not proc.running():
-            raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file}:\n"
-                               f"{proc.tail(60)}")
+            from infra.services.log_evidence import job_evidence
+
+            raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file} (its error "
+                               f"lines):\n{job_evidence(proc.tail(20_000))}")
         time.sleep(2)
     return False
