@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
+# C1 only (short-lived JVMs), with the code cache of a tiered JVM (C1 alone would reserve 48 MB)
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 @contextlib.contextmanager
@@ -83,9 +85,12 @@ def _forget_exited_test_jvm() -> None:
 def c1_jit_for_test_jvms() -> Iterator[None]:
     """Every JVM the tests start (stacks, CLI, jobs, the quick benchmark's) compiles with C1 only:
     they live minutes, where C2's compile threads cost more CPU than they give back (measured on
-    2 cores: about half the JVM CPU of a small Delta workload). ``TIDEWATER_JVM_OPTIONS`` overrides."""
+    2 cores: about half the JVM CPU of a small Delta workload). C1 alone also shrinks the JIT's code
+    cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
+    ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
+    context (stop 37); so the cache keeps its tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
     saved = os.environ.get("TIDEWATER_JVM_OPTIONS")
-    os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else "-XX:TieredStopAtLevel=1"
+    os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else TEST_JVM_OPTIONS
     yield
     if saved is None:
         os.environ.pop("TIDEWATER_JVM_OPTIONS", None)
