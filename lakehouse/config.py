@@ -182,9 +182,9 @@ class TidewaterConfig:
 
     @property
     def jvm_flags(self) -> list[str]:
-        import shlex
+        from lakehouse.jvm_options import jvm_flags
 
-        return shlex.split(self.jvm_options)
+        return jvm_flags(self.jvm_options)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
-# C1 only (short-lived JVMs), with the code cache of a tiered JVM (C1 alone would reserve 48 MB)
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+# C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.jvm_options)
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 @contextlib.contextmanager
@@ -88,7 +88,7 @@ def c1_jit_for_test_jvms() -> Iterator[None]:
     2 cores: about half the JVM CPU of a small Delta workload). C1 alone also shrinks the JIT's code
     cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
     ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
-    context (stop 37); so the cache keeps its tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
+    context (stop 37); ``lakehouse.jvm_options`` keeps the tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
     saved = os.environ.get("TIDEWATER_JVM_OPTIONS")
     os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else TEST_JVM_OPTIONS
     yield

@@ -48,4 +48,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 
 def _jvm_options() -> list[str]:
-    return os.environ.get("TIDEWATER_JVM_OPTIONS", "").split()
+    from lakehouse.jvm_options import jvm_flags
+
+    return jvm_flags(os.environ.get("TIDEWATER_JVM_OPTIONS", ""))

@@ -72,7 +72,7 @@ def test_cluster_node_properties(tmp_path: Path) -> None:
 def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, "jvm_options: -Xss4m\n"),
                       env={"TIDEWATER_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 '-Dx=a b'"})
-    assert cfg.jvm_flags == ["-XX:TieredStopAtLevel=1", "-Dx=a b"]
+    assert cfg.jvm_flags == ["-XX:TieredStopAtLevel=1", "-Dx=a b", "-XX:ReservedCodeCacheSize=240m"]
     assert load_config(_write(tmp_path, "{}"), env={}).jvm_flags == []
 
 
@@ -172,3 +172,15 @@ def test_external_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> No
     assert not (cfg.data_dir / "kafka").exists(), "no local broker was set up"
     assert kafka_broker.status_rows(cfg) == [{"service": "kafka", "pid": None, "address": cfg.kafka.bootstrap,
                                               "healthy": False, "external": True}]
+
+
+@pytest.mark.parametrize(("options", "flags"), [
+    ("-XX:TieredStopAtLevel=1", ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]),
+    ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=96m", ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=96m"]),
+    ("-XX:TieredStopAtLevel=4", ["-XX:TieredStopAtLevel=4"]),
+    ("-Xss4m", ["-Xss4m"]),
+])
+def test_c1_only_jvms_keep_the_tiered_code_cache(options: str, flags: list[str]) -> None:
+    from lakehouse.jvm_options import jvm_flags
+
+    assert jvm_flags(options) == flags

@@ -1,0 +1,21 @@
+"""The extra JVM flags of ``jvm_options``, as every JVM Tidewater starts receives them."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# What a tiered JVM reserves for compiled code. A JVM that stops at C1 (``-XX:TieredStopAtLevel=1..3``)
+# reserves 48 MB instead, which long-running Spark drivers filled: "VirtualMachineError: Out of space in
+# CodeCache for adapters", after which Spark stopped its context (stop 37: CI's Thrift server and speed jobs).
+CODE_CACHE_FLAG = "-XX:ReservedCodeCacheSize=240m"
+_C1_ONLY = re.compile(r"^-XX:TieredStopAtLevel=[0-3]$")
+
+
+def jvm_flags(options: str) -> list[str]:
+    """``options`` split as a shell would; a C1-only flag without a code cache size of its own gets the
+    tiered JVM's cache size too. Raises ValueError on unbalanced quotes."""
+    flags = shlex.split(options)
+    if any(_C1_ONLY.match(f) for f in flags) and not any(f.startswith("-XX:ReservedCodeCacheSize=") for f in flags):
+        flags.append(CODE_CACHE_FLAG)
+    return flags
