@@ -148,6 +148,7 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
     from pyspark.sql import SparkSession
 
     conf = {**session_conf(cfg, app_name), **(extra or {})}
+    conf.update(_own_scratch(cfg, conf["spark.driver.extraJavaOptions"]))
     _launch_without_password(conf)
     builder = SparkSession.builder
     for key, value in conf.items():
@@ -156,6 +157,19 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
     spark.sparkContext.setLogLevel("WARN")
     ensure_databases(spark)
     return spark
+
+
+def _own_scratch(cfg: TidewaterConfig, java_options: str) -> dict[str, str]:
+    """This process's driver writes its scratch files under the data folder, not /tmp; the folders of
+    drivers whose process is gone (killed with SIGKILL) are removed first (``infra.jvm_scratch``)."""
+    from pyspark import SparkContext
+
+    from infra.jvm_scratch import scratch_folder, scratch_settings, sweep
+
+    if SparkContext._active_spark_context is not None:
+        return {}  # the running JVM keeps the folder it started with
+    sweep(cfg)
+    return scratch_settings(scratch_folder(cfg, f"pid-{os.getpid()}"), java_options)
 
 
 def _launch_without_password(conf: dict[str, str]) -> None:

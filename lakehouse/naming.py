@@ -98,3 +98,8 @@ def jars_dir(kind: str) -> Path:
 def versions_dir(cfg: TidewaterConfig) -> Path:
     """Active / previous speed query version per pipeline (``<p>.active``, ``<p>.previous``)."""
     return cfg.data_dir / "versions"
+
+
+def jvm_scratch_dir(cfg: TidewaterConfig) -> Path:
+    """Scratch folders of the driver JVMs (Spark's local dirs, the JVM's temp dir): ``infra.jvm_scratch``."""
+    return cfg.data_dir / "jvm-scratch"

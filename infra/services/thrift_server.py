@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.jvm import require_java
+from infra.jvm_scratch import THRIFT_OWNER, scratch_folder, scratch_settings
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -136,6 +137,7 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     from infra.spark_session import session_conf
 
     conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
+    conf.update(scratch_settings(scratch_folder(cfg, THRIFT_OWNER), conf["spark.driver.extraJavaOptions"]))
     conf.update(isolated_metastore_client(conf))
     conf["spark.sql.extensions"] += f",{SERVING_REDIRECT}"
     class_path = os.pathsep.join([driver_class_path(conf), str(build_tidewater_jar())])
@@ -170,6 +172,7 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOG_DIR": str(naming.logs_dir(cfg)), "SPARK_PID_DIR": str(naming.run_dir(cfg))}
     argv, secret = command(cfg)
+    scratch_folder(cfg, THRIFT_OWNER, fresh=True)  # a killed server's files; none runs now
     cache_state_file(cfg).unlink(missing_ok=True)  # a previous server's: never read as this one's
     _write_properties(properties_file(cfg), secret)
     return start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +21,7 @@ from tests.integration.exactly_once import PIPELINE, TOPIC, EventProducer, asser
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from infra.services.process import ManagedProcess
     from lakehouse.config import TidewaterConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -31,7 +33,7 @@ KILLS = 3
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark: SparkSession, stack: TidewaterConfig) -> None:
     import shutil
 
-    from lakehouse.naming import checkpoint_dir
+    from lakehouse.naming import checkpoint_dir, jvm_scratch_dir
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.lineage import committed_batches, query_id
@@ -46,6 +48,15 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     producer = EventProducer(cfg)
     producer.start()
     trials: list[str] = []
+    killed: list[Path] = []
+
+    def kill_9(proc: ManagedProcess) -> None:
+        """SIGKILL to the whole process group (driver and JVM); the driver's Spark scratch files are
+        under the data folder, not in /tmp (``infra.jvm_scratch``)."""
+        killed.append(jvm_scratch_dir(cfg) / f"pid-{proc.pid()}")
+        assert {"blockmgr", "spark"} <= {f.name.split("-")[0] for f in killed[-1].iterdir()}, killed[-1]
+        assert proc.stop(timeout=0, sig=signal.SIGKILL)
+
     try:
         start_speed(cfg, p, wait=300)
         for trial in range(KILLS):
@@ -53,7 +64,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
             time.sleep(delay)
             proc = speed_process(cfg, p)
             assert proc.running(), f"speed job died on its own before kill {trial + 1}:\n{proc.tail(30)}"
-            assert proc.stop(timeout=0, sig=signal.SIGKILL)  # the whole process group: driver and JVM
+            kill_9(proc)
             trials.append(f"kill -9 after {delay:.1f}s with {len(producer.valid)} valid records sent")
             start_speed(cfg, p, wait=300)
         time.sleep(rng.uniform(4.0, 12.0))
@@ -66,13 +77,14 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         # neither skip (same txnAppId) nor double (re-read from earliest) a single record
         proc = speed_process(cfg, p)
         assert proc.running(), f"speed job died on its own after the graceful restart:\n{proc.tail(60)}"
-        assert proc.stop(timeout=0, sig=signal.SIGKILL)
+        kill_9(proc)
         old = checkpoint_dir(cfg, PIPELINE, "stream", 1)
         old_lineage = (query_id(old), committed_batches(old))
         shutil.rmtree(old)
         old.with_name(f"{old.name}.floors.json").unlink()
         trials.append(f"kill -9 and checkpoint deleted with {len(producer.valid)} valid records sent")
         start_speed(cfg, p, wait=300)
+        assert not [f for f in killed if f.exists()], "a new driver removes the scratch files of killed ones"
         # the new lineage warmed up on the topic's records too (a failing warm-up is only logged)
         warm = [line for line in speed_process(cfg, p).tail(5000).splitlines() if line.startswith("stream: warm-up")]
         assert warm and len(warm[-1].split(",")) == PLAN_ROUNDS + RECORD_ROUNDS, warm

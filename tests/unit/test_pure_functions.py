@@ -111,3 +111,11 @@ def test_blocks_of_micro_batches_alternate_between_two_slots_and_never_use_the_c
     slots = [slot_of(b) for b in range(4 * COMPACT_EVERY)]
     assert slots == [0] * COMPACT_EVERY + [1] * COMPACT_EVERY + [0] * COMPACT_EVERY + [1] * COMPACT_EVERY
     assert COMPACTED_SLOT not in {slot_of(b) for b in range(10_000)}
+
+
+def test_scratch_folders_of_gone_drivers_are_the_stale_ones() -> None:
+    from infra.jvm_scratch import stale_folders
+
+    names = ["pid-10", "pid-11", "thrift", "pid-x", "notes", "pid-12"]
+    assert stale_folders(names, alive={11}) == ["pid-10", "pid-12"]
+    assert stale_folders(names, alive={10, 11, 12}) == []
