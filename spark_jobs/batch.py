@@ -93,7 +93,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
         cutoff = max(as_utc(cutoff), old_cutoff)
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
                       else snapshot.limit(0)).persist()
-        increment = incremental_rows(spark, p, snapshot, new_events, old_cutoff, cutoff, steps)
+        published = spark.table(naming.table("batch", p.name))
+        increment = incremental_rows(p, published, snapshot, new_events, old_cutoff, cutoff, steps)
         increment.cached.append(new_events)
         upserts, deletes, way = increment.upserts, increment.deletes, increment.way
     staging = naming.staging_table("batch", p.name)

@@ -17,16 +17,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from lakehouse import naming
 from lakehouse.pipeline import Pipeline
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 class Increment:
-    """What ``incremental_rows`` produced: the upserts, the deletes (sessions), the way taken, and
+    """What ``incremental_rows`` produced: the upserts, the deletes (sessions, displaced copies), the way taken, and
     the frames it cached (the caller releases them once the staging rows are written)."""
 
     def __init__(self, way: str, upserts: DataFrame, deletes: DataFrame | None, cached: list[DataFrame]) -> None:
@@ -68,40 +67,41 @@ def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_
             .where((end > incremental.ts_literal(old_cutoff)) & (end <= incremental.ts_literal(new_cutoff))))
 
 
-def folded(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_events: DataFrame, firsts: DataFrame,
+def folded(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: DataFrame, firsts: DataFrame,
            old_cutoff: datetime, new_cutoff: datetime, cached: list[DataFrame]) -> Increment:
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms import incremental_fold as fold
     from spark_jobs.transforms.incremental import ts_literal
 
-    published = spark.table(naming.table("batch", p.name))
     upserts = (fold.folded_windows(p, published, new_events, firsts)
                .where(F.col("window_end") <= ts_literal(old_cutoff)))
     recent = completed_since(p, snapshot, old_cutoff, new_cutoff, cached)
     return Increment("fold", upserts if recent is None else upserts.unionByName(recent), None, cached)
 
 
-def recomputed(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_events: DataFrame,
-               old_cutoff: datetime, new_cutoff: datetime) -> Increment:
+def recomputed(p: Pipeline, published: DataFrame, snapshot: DataFrame, changed: DataFrame,
+               old_cutoff: datetime, new_cutoff: datetime, displaced: bool) -> Increment:
+    """The recompute of the windows ``changed`` events touch; deletes for sessions and, when a new copy
+    displaced an older one, for any window type (``incremental.stale_published``)."""
     from spark_jobs.transforms import incremental
 
-    needed = incremental.needed_events(p, snapshot, new_events, old_cutoff).persist()
+    needed = incremental.needed_events(p, snapshot, changed, old_cutoff).persist()
     history = incremental.first_copies_among(p, needed, ids_in_range_of(p, snapshot, needed))
-    upserts = incremental.recompute(p, history, new_events, old_cutoff, new_cutoff)
+    upserts = incremental.recompute(p, history, changed, old_cutoff, new_cutoff)
     cached, deletes = [needed], None
-    if p.window.type == "session":
+    if p.window.type == "session" or displaced:
         upserts = upserts.persist()
         cached.append(upserts)
-        deletes = incremental.superseded_sessions(p, spark.table(naming.table("batch", p.name)), upserts)
+        deletes = incremental.stale_published(p, published, changed, upserts)
     return Increment("recompute", upserts, deletes, cached)
 
 
-def incremental_rows(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_events: DataFrame,
+def incremental_rows(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: DataFrame,
                      old_cutoff: datetime, new_cutoff: datetime, steps: Steps) -> Increment:
-    """The fold when it applies and is exact for this run, else the recompute. ``new_events`` cached.
-    The recompute's changed events are the new ones and the older copies they displace (whose
-    windows lose them)."""
+    """The fold when it applies and is exact for this run, else the recompute. ``published``: the
+    ``batch.<p>`` rows; ``new_events`` cached. The recompute's changed events are the new ones and the
+    older copies they displace (whose windows lose them)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms import incremental_fold as fold
@@ -110,11 +110,11 @@ def incremental_rows(spark: SparkSession, p: Pipeline, snapshot: DataFrame, new_
     firsts = fold.first_of_each_id(p, fold.copies_of(p, new_events, narrowed)).persist()
     moved = fold.displacing(p, new_events, firsts).select(p.event_id).persist()
     cached = [firsts, moved]
-    fold_exact = fold.foldable(p) and moved.isEmpty()
+    any_moved = not moved.isEmpty()
     steps.done("copies of new ids")
-    if fold_exact:
-        return folded(spark, p, snapshot, new_events, firsts, old_cutoff, new_cutoff, cached)
+    if fold.foldable(p) and not any_moved:
+        return folded(p, published, snapshot, new_events, firsts, old_cutoff, new_cutoff, cached)
     displaced = narrowed.join(F.broadcast(moved), p.event_id, "left_semi")
-    done = recomputed(spark, p, snapshot, new_events.unionByName(displaced), old_cutoff, new_cutoff)
+    done = recomputed(p, published, snapshot, new_events.unionByName(displaced), old_cutoff, new_cutoff, any_moved)
     done.cached += cached
     return done

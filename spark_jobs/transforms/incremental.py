@@ -14,6 +14,9 @@ against the copies of its own id anywhere in bronze (``first_copies_among``).
   events, and keys with a session still open at the last cutoff) the sessions are recomputed over
   that key's history; the sessions that contain a new event or that became complete are upserted,
   and the previously published sessions they overlap (merged away) are deleted.
+* Any window type: a published window that holds a changed event's time but is not recomputed is
+  deleted (``stale_published``): its only event was displaced by an earlier copy of the same id, or a
+  late event merged it into a session still open at the cutoff.
 """
 
 from __future__ import annotations
@@ -153,16 +156,24 @@ def recompute_sessions(p: Pipeline, history: DataFrame, new_events: DataFrame,
     return marked.where(keep).drop("_touched")
 
 
-def superseded_sessions(p: Pipeline, published: DataFrame, upserts: DataFrame) -> DataFrame:
-    """Published sessions (grain only) that overlap a recomputed session of the same key but are
-    not that session: a late event merged or extended them, so they must be deleted."""
+def stale_published(p: Pipeline, published: DataFrame, changed: DataFrame, upserts: DataFrame) -> DataFrame:
+    """Published windows (grain only) that a run must delete: those that hold the event time of a changed
+    event of their key (a new event, or an older copy that a new one displaced) or, for sessions, that
+    overlap a recomputed session of their key, and that the run does not upsert. None of them is in a
+    full run's result: a displaced copy was a window's only event, or a late event merged or extended a
+    session (into a recomputed one, or into one still open at the cutoff, which no run stages yet)."""
     from pyspark.sql import functions as F
 
-    pub, new = published.select(*p.grain).alias("pub"), upserts.select(*p.grain).alias("new")
-    overlap = [*(F.col(f"pub.{k}") == F.col(f"new.{k}") for k in p.keys),
-               F.col("pub.window_start") < F.col("new.window_end"), F.col("pub.window_end") > F.col("new.window_start")]
-    hit = pub.join(new, overlap, "left_semi")
-    return hit.join(upserts.select(*p.grain), list(p.grain), "left_anti").distinct()
+    pub = published.select(*p.grain).alias("pub")
+    same_key = [F.col(f"pub.{k}") == F.col(f"x.{k}") for k in p.keys]
+    times = F.broadcast(changed.select(*p.keys, "event_time").distinct()).alias("x")
+    stale = pub.join(times, [*same_key, F.col("x.event_time") >= F.col("pub.window_start"),
+                             F.col("x.event_time") < F.col("pub.window_end")], "left_semi")
+    if p.window.type == "session":
+        new = upserts.select(*p.grain).alias("x")
+        stale = stale.unionByName(pub.join(new, [*same_key, F.col("pub.window_start") < F.col("x.window_end"),
+                                                 F.col("pub.window_end") > F.col("x.window_start")], "left_semi"))
+    return stale.join(upserts.select(*p.grain), list(p.grain), "left_anti").distinct()
 
 
 def recompute(p: Pipeline, history: DataFrame, new_events: DataFrame, old_cutoff: datetime,
