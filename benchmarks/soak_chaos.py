@@ -174,9 +174,10 @@ class Chaos:
 
 
 def speed_log_evidence(cfg: TidewaterConfig, p: Pipeline, lines: int = 4000) -> str:
-    """The speed job's own lines and the first line of each error in its log's tail (why it did not recover)."""
+    """Why the speed job did not recover, on one line: ``job_evidence`` of its log's tail (error lines,
+    the JVM's fatal banner, its last micro-batches), each distinct line once."""
+    from infra.services.log_evidence import job_evidence
     from spark_jobs.speed_control import speed_process
 
-    keep = [line for line in speed_process(cfg, p).tail(lines).splitlines()
-            if line.startswith(("speed:", "stream:")) or " ERROR " in line or line.startswith(("Exception", "java."))]
-    return " | ".join(dict.fromkeys(keep[-12:]))[-1500:]
+    kept = job_evidence(speed_process(cfg, p).tail(lines), head=700, tail=800).splitlines()
+    return " | ".join(dict.fromkeys(kept))
