@@ -82,17 +82,21 @@ def folded(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: D
 
 def recomputed(p: Pipeline, published: DataFrame, snapshot: DataFrame, changed: DataFrame,
                old_cutoff: datetime, new_cutoff: datetime, displaced: bool) -> Increment:
-    """The recompute of the windows ``changed`` events touch; deletes for sessions and, when a new copy
-    displaced an older one, for any window type (``incremental.stale_published``)."""
+    """The recompute of the windows ``changed`` events touch, and the published windows it deletes:
+    sessions (``incremental.stale_sessions``), or windows whose only event a new copy displaced."""
     from spark_jobs.transforms import incremental
 
     needed = incremental.needed_events(p, snapshot, changed, old_cutoff).persist()
     history = incremental.first_copies_among(p, needed, ids_in_range_of(p, snapshot, needed))
     upserts = incremental.recompute(p, history, changed, old_cutoff, new_cutoff)
     cached, deletes = [needed], None
-    if p.window.type == "session" or displaced:
+    if p.window.type == "session" or displaced:  # read twice: cached (for sessions, also a plan boundary)
         upserts = upserts.persist()
         cached.append(upserts)
+    if p.window.type == "session":
+        deletes = incremental.stale_sessions(p, published, needed.select(*p.keys).distinct(), upserts)
+        upserts = incremental.changed_only(upserts, published)
+    elif displaced:
         deletes = incremental.stale_published(p, published, changed, upserts)
     return Increment("recompute", upserts, deletes, cached)
 

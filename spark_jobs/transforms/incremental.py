@@ -10,13 +10,12 @@ against the copies of its own id anywhere in bronze (``first_copies_among``).
   it became complete since the last run (``old_cutoff < window_end <= new_cutoff``). Events are
   bucketed by the window slide (the size for tumbling windows); a window is exactly the union of
   ``size / slide`` buckets, so joining history on ``(keys, bucket)`` reads only what is needed.
-* Session windows: a late event can extend a session or merge two. Per affected key (keys of new
-  events, and keys with a session still open at the last cutoff) the sessions are recomputed over
-  that key's history; the sessions that contain a new event or that became complete are upserted,
-  and the previously published sessions they overlap (merged away) are deleted.
-* Any window type: a published window that holds a changed event's time but is not recomputed is
-  deleted (``stale_published``): its only event was displaced by an earlier copy of the same id, or a
-  late event merged it into a session still open at the cutoff.
+* Session windows: a late event can extend a session or merge two, a displaced copy can split one.
+  Per affected key (keys of new or displaced events, and keys with a session still open at the last
+  cutoff) the sessions are recomputed over that key's history: those not published with the same
+  values are upserted, and the key's published sessions not among them are deleted (``stale_sessions``).
+* Tumbling/sliding windows: a published window whose only event a new copy displaced (an earlier
+  copy of the same id, with another key or time) is deleted (``stale_published``).
 """
 
 from __future__ import annotations
@@ -138,42 +137,43 @@ def recompute_fixed_windows(p: Pipeline, history: DataFrame, new_events: DataFra
 
 def recompute_sessions(p: Pipeline, history: DataFrame, new_events: DataFrame,
                        old_cutoff: datetime, new_cutoff: datetime) -> DataFrame:
-    """Sessions: recompute affected keys; keep sessions holding a new event or newly completed."""
+    """Sessions: every session of the affected keys that ends by the cutoff, recomputed over the keys'
+    whole history (``needed_events``). Not only the sessions holding a new event: a displaced copy can
+    split a session, and the half that no changed event falls into is new too. The caller leaves out
+    those published unchanged (``changed_only``) and deletes the keys' others (``stale_sessions``).
+    The cutoff filter compares ``max_event_time + gap``: one on ``window_end`` is pushed below the
+    session aggregation (see ``window_end``)."""
+    return history.transform(windowed_aggregate(p, streaming=False)).where(window_end(p) <= ts_literal(new_cutoff))
+
+
+def stale_sessions(p: Pipeline, published: DataFrame, keys: DataFrame, sessions: DataFrame) -> DataFrame:
+    """Published sessions (grain only) of ``keys`` that are not among ``sessions``, the keys' recomputed
+    sessions (cache them: a join on a session aggregation's grouping columns is pushed below it). None of
+    them is in a full run's result: a late event merged or extended them (into a recomputed session or
+    into one still open at the cutoff), or a displaced copy took their only event or split them."""
     from pyspark.sql import functions as F
 
-    sessions = history.transform(windowed_aggregate(p, streaming=False))
-    # The session's end as an aggregate (``window_end``), not the grouping column: with only grouping
-    # columns in its condition, Spark pushes this semi join below the aggregation, where each event
-    # is still its own [t, t + gap) session, and the sessions lose every event no new event is near
-    # (measured on Spark 4.1: a merged 14-minute session came out as 10 minutes of 3 events).
-    inside = [*(F.col(f"s.{k}") == F.col(f"n.{k}") for k in p.keys), F.col("n.event_time") >= F.col("s.window_start"),
-              F.col("n.event_time") < window_end(p, "s")]
-    hits = (sessions.alias("s").join(new_events.alias("n"), inside, "left_semi")
-            .select(*p.grain).distinct().withColumn("_touched", F.lit(True)))
-    marked = sessions.join(hits, list(p.grain), "left")
-    keep = (F.col("_touched").isNotNull() | (window_end(p) > ts_literal(old_cutoff))) & (
-        window_end(p) <= ts_literal(new_cutoff))
-    return marked.where(keep).drop("_touched")
+    pub = published.join(F.broadcast(keys), list(p.keys), "left_semi").select(*p.grain)
+    return pub.join(sessions.select(*p.grain), list(p.grain), "left_anti")
+
+
+def changed_only(rows: DataFrame, published: DataFrame) -> DataFrame:
+    """``rows`` except those that ``published`` holds with the same values (not rewritten)."""
+    same = [c for c in rows.columns if c in published.columns]
+    return rows.join(published.select(*same), same, "left_anti")
 
 
 def stale_published(p: Pipeline, published: DataFrame, changed: DataFrame, upserts: DataFrame) -> DataFrame:
-    """Published windows (grain only) that a run must delete: those that hold the event time of a changed
-    event of their key (a new event, or an older copy that a new one displaced) or, for sessions, that
-    overlap a recomputed session of their key, and that the run does not upsert. None of them is in a
-    full run's result: a displaced copy was a window's only event, or a late event merged or extended a
-    session (into a recomputed one, or into one still open at the cutoff, which no run stages yet)."""
+    """Tumbling/sliding: published windows (grain only) that hold the event time of a changed event of
+    their key (a new event, or an older copy a new one displaced) but that the run does not upsert: the
+    displaced copy was their only event, so a full run has no such window."""
     from pyspark.sql import functions as F
 
     pub = published.select(*p.grain).alias("pub")
-    same_key = [F.col(f"pub.{k}") == F.col(f"x.{k}") for k in p.keys]
     times = F.broadcast(changed.select(*p.keys, "event_time").distinct()).alias("x")
-    stale = pub.join(times, [*same_key, F.col("x.event_time") >= F.col("pub.window_start"),
-                             F.col("x.event_time") < F.col("pub.window_end")], "left_semi")
-    if p.window.type == "session":
-        new = upserts.select(*p.grain).alias("x")
-        stale = stale.unionByName(pub.join(new, [*same_key, F.col("pub.window_start") < F.col("x.window_end"),
-                                                 F.col("pub.window_end") > F.col("x.window_start")], "left_semi"))
-    return stale.join(upserts.select(*p.grain), list(p.grain), "left_anti").distinct()
+    holds = [*(F.col(f"pub.{k}") == F.col(f"x.{k}") for k in p.keys),
+             F.col("x.event_time") >= F.col("pub.window_start"), F.col("x.event_time") < F.col("pub.window_end")]
+    return pub.join(times, holds, "left_semi").join(upserts.select(*p.grain), list(p.grain), "left_anti").distinct()
 
 
 def recompute(p: Pipeline, history: DataFrame, new_events: DataFrame, old_cutoff: datetime,

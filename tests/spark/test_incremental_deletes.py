@@ -97,3 +97,20 @@ def test_sessions_displaced_or_merged_past_the_cutoff_are_removed(spark: SparkSe
     expected = full_run(p, old.unionByName(new), cutoff)
     assert {(r.user_id, r.window_start) for r in expected.collect()} == {("u1", T("00:20:00")), ("u2", T("00:12:00"))}
     assertDataFrameEqual(result, expected)
+
+
+def test_session_split_by_a_displaced_copy_is_published_in_two(spark: SparkSession) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    p = load_pipeline("game_sessions")
+    old = game_events(spark, [("v1", "u5", 1, "00:00:00", "00:00:01", 1), ("v2", "u5", 2, "00:04:00", "00:04:01", 2),
+                              ("v3", "u5", 3, "00:08:00", "00:08:01", 3)])  # one session: [0:00, 0:13)
+    # v2, which joined the two halves, really belongs to u6: u5 has [0:00, 0:05) and [0:08, 0:13) now
+    new = game_events(spark, [("v2", "u6", 2, "00:20:00", "00:04:00", 4)])
+    cutoff = T("00:30:00")
+    result, way, deleted = incremental_run(p, old, new, cutoff, cutoff)
+    expected = full_run(p, old.unionByName(new), cutoff)
+    assert {(r.user_id, r.window_start) for r in expected.collect()} == {
+        ("u5", T("00:00:00")), ("u5", T("00:08:00")), ("u6", T("00:20:00"))}
+    assert way == "recompute" and deleted == 1
+    assertDataFrameEqual(result, expected)
