@@ -13,25 +13,14 @@ new PySpark driver removes the ``pid-*`` folders of processes that no longer run
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
+from infra.services.process import pid_alive
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
 THRIFT_OWNER = "thrift"
-
-
-def owner_alive(pid: int) -> bool:
-    """Whether a process with this id runs (one of another user counts as running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stale_folders(names: list[str], alive: set[int]) -> list[str]:
@@ -49,7 +38,7 @@ def sweep(cfg: TidewaterConfig) -> list[Path]:
     root = naming.jvm_scratch_dir(cfg)
     names = [p.name for p in root.iterdir()] if root.is_dir() else []
     pids = {int(n[4:]) for n in names if n.startswith("pid-") and n[4:].isdigit()}
-    gone = [root / name for name in stale_folders(names, {pid for pid in pids if owner_alive(pid)})]
+    gone = [root / name for name in stale_folders(names, {pid for pid in pids if pid_alive(pid)})]
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
     return gone
