@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
 
-KILLS = 3
+KILLS = 2
 
 
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark: SparkSession, stack: TidewaterConfig) -> None:
