@@ -8,6 +8,9 @@ STAMP   := $(VENV)/.tidewater-installed
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
+# Two pytest workers (pytest-xdist), one test module (or package: e2e, spark, unit) at a time each: the
+# stacks of two modules overlap where one waits (Airflow schedules, polls, sleeps). TEST_WORKERS= runs serially.
+TEST_WORKERS ?= -n 2 --dist loadgroup
 SOAK_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -56,8 +59,10 @@ down: ## Stop everything `up` and the jobs started
 status: ## Health of every local service
 	@$(BIN)/tidewater status
 
-test: setup bi-venv ## Install everything and run the whole test suite (unit, spark, integration, e2e)
-	@$(BIN)/pytest $(PYTEST_ARGS)
+# setup's Java work (Maven, the class-data-sharing archives) and the Superset virtualenv's downloads overlap
+test: ## Install everything and run the whole test suite (unit, spark, integration, e2e)
+	@$(MAKE) --no-print-directory -j2 setup bi-venv
+	@$(BIN)/pytest $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: setup ## Unit and Spark tests only
 	@$(BIN)/pytest -m "unit or spark" $(PYTEST_ARGS)

@@ -116,8 +116,13 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     mean_batch = sum(durations) / len(durations) if durations else 0.0
     allowed = rate * max(10.0, 2 * mean_batch)
     m["lag_growth_after_warm_up"] = round(growth * window)
-    res.check("lag bounded after the warm-up (growth over the run < the rate x max(10 s, 2 micro-batches))",
-              f"< {allowed:,.0f} records", round(growth * window), growth * window < allowed)
+    m["lag_growth_allowed"] = round(allowed)
+    if sizes.name == "quick":  # a slope over ~13 s of a few micro-batches is noise, not a trend (stop 39)
+        res.notes.append(f"lag growth {m['lag_growth_after_warm_up']:,} records (bound {allowed:,.0f}) recorded,"
+                         " not judged at the quick size")
+    else:
+        res.check("lag bounded after the warm-up (growth over the run < the rate x max(10 s, 2 micro-batches))",
+                  f"< {allowed:,.0f} records", round(growth * window), growth * window < allowed)
     visible = spark.sql(f"SELECT sum(event_count) FROM {naming.speed_table(PIPELINE)} "
                         f"WHERE sensor_id LIKE '{prefix}%'").collect()[0][0]
     res.check("every produced event in the speed view", total, int(visible or 0))

@@ -81,6 +81,19 @@ def _forget_exited_test_jvm() -> None:
     SparkContext._jvm = None
 
 
+def xdist_group(path: Path) -> str:
+    """The unit of ``make test``'s two workers (``-n 2 --dist loadgroup``): a package whose fixtures are
+    package-scoped (e2e: one stack and one Airflow; spark: one session) or the unit tests go whole to one
+    worker; every other module is its own group (its stack is module-scoped), in collection order."""
+    package = path.parent.name
+    return package if package in ("e2e", "spark", "unit") else f"{package}/{path.stem}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item.path)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def c1_jit_for_test_jvms() -> Iterator[None]:
     """Every JVM the tests start (stacks, CLI, jobs, the quick benchmark's) compiles with C1 only:
