@@ -8,9 +8,10 @@ STAMP   := $(VENV)/.tidewater-installed
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
-# Two pytest workers (pytest-xdist), one test module (or package: e2e, spark, unit) at a time each: the
-# stacks of two modules overlap where one waits (Airflow schedules, polls, sleeps). TEST_WORKERS= runs serially.
-TEST_WORKERS ?= -n 2 --dist loadgroup
+# Two pytest workers (pytest-xdist), one test module (or package: e2e, spark, unit) at a time each (tests/conftest.py,
+# worker_scope): one module's work fills the CPU while the other's waits (Airflow schedules, polls, sleeps).
+# TEST_WORKERS= runs serially.
+TEST_WORKERS ?= -n 2 --dist loadscope
 SOAK_ARGS ?=
 
 .DEFAULT_GOAL := help
