@@ -41,6 +41,9 @@ __all__ = ["USER", "airflow_bin", "base_url", "env", "home", "password", "passwo
            "status", "healthy", "component_health", "enabled"]
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+# Airflow's log servers listen on every interface at fixed ports (8793, 8794), so a second stack on the host
+# could not start its own; the LocalExecutor's tasks write their logs here, where the api-server reads them
+SKIP_LOG_SERVER = {"scheduler": " --skip-serve-logs", "triggerer": " --skip-serve-logs"}
 HEALTH_KEYS = {"scheduler": "scheduler", "triggerer": "triggerer", "dag-processor": "dag_processor"}
 
 
@@ -66,7 +69,8 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
     if migrate.returncode != 0:
         raise ServiceError(f"airflow: 'airflow db migrate' failed:\n{(migrate.stdout + migrate.stderr)[-1500:]}")
     for component in COMPONENTS:  # via sh: the api-server retitles itself, the PID file checks the command line
-        _process(cfg, component).start(["/bin/sh", "-c", f"'{airflow_bin()}' {component}; exit $?"],
+        _process(cfg, component).start(["/bin/sh", "-c", f"'{airflow_bin()}' {component}"
+                                        f"{SKIP_LOG_SERVER.get(component, '')}; exit $?"],
                                        env=environment, cwd=home(cfg))
     if not wait_until(lambda: healthy(cfg) or any(not _process(cfg, c).running() for c in COMPONENTS), timeout, 2):
         raise ServiceError(f"airflow: not healthy after {timeout:.0f}s; logs in {naming.logs_dir(cfg)}/airflow-*.log")

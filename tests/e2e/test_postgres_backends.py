@@ -114,3 +114,33 @@ def test_status_loopback_and_no_password_on_a_command_line(stack: TidewaterConfi
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
     assert not leaks, leaks
+
+
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def test_every_process_of_the_stack_listens_on_loopback_only(airflow_up: TidewaterConfig) -> None:
+    """Every managed process (PID files: Kafka, PostgreSQL, Airflow's components, the job service) and
+    whatever it started (its process group): no TCP listener outside loopback. Airflow's scheduler and
+    triggerer used to start log servers on 0.0.0.0:8793/8794 (and a second stack on the host lost them)."""
+    import psutil
+
+    from infra.services import airflow
+    from lakehouse import naming
+
+    groups = {int(f.read_text().split()[0]) for f in naming.run_dir(airflow_up).glob("*.pid") if f.read_text().strip()}
+    assert {airflow._process(airflow_up, c).pid() for c in ("scheduler", "triggerer")} <= groups
+    listening, outside = 0, []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) not in groups:
+                continue
+            for conn in proc.net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN:
+                    listening += 1
+                    if conn.laddr.ip not in LOOPBACK:
+                        outside.append((proc.pid, " ".join(proc.cmdline())[:80], f"{conn.laddr.ip}:{conn.laddr.port}"))
+        except (psutil.Error, ProcessLookupError):
+            continue
+    assert listening >= 3, "the check saw too few listeners to mean anything"
+    assert not outside, outside
