@@ -8,10 +8,6 @@ STAMP   := $(VENV)/.tidewater-installed
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
-# Two pytest workers (pytest-xdist), one test module (or package: e2e, spark, unit) at a time each (tests/conftest.py,
-# worker_scope): one module's work fills the CPU while the other's waits (Airflow schedules, polls, sleeps).
-# TEST_WORKERS= runs serially.
-TEST_WORKERS ?= -n 2 --dist loadscope
 SOAK_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -63,7 +59,7 @@ status: ## Health of every local service
 # setup's Java work (Maven, the class-data-sharing archives) and the Superset virtualenv's downloads overlap
 test: ## Install everything and run the whole test suite (unit, spark, integration, e2e)
 	@$(MAKE) --no-print-directory -j2 setup bi-venv
-	@$(BIN)/pytest $(TEST_WORKERS) $(PYTEST_ARGS)
+	@bash tests/run_suite.sh $(PYTEST_ARGS)
 
 test-fast: setup ## Unit and Spark tests only
 	@$(BIN)/pytest -m "unit or spark" $(PYTEST_ARGS)

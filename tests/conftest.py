@@ -81,27 +81,6 @@ def _forget_exited_test_jvm() -> None:
     SparkContext._jvm = None
 
 
-def worker_scope(path: Path) -> str:
-    """The unit of work of ``make test``'s two workers (pytest-xdist): a package whose fixtures are
-    package-scoped (e2e: one stack and one Airflow; spark: one session) or the unit tests go whole to one
-    worker; every other module is one unit (its stack is module-scoped). Units go out in collection order."""
-    package = path.parent.name
-    return package if package in ("e2e", "spark", "unit") else f"{package}/{path.stem}"
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """pytest-xdist's ``loadscope`` with ``worker_scope`` as the scope (its ``loadgroup`` marks do not
-    reach the node ids under pytest 9, whose ``nodeid`` no longer reads the ``_nodeid`` xdist rewrites)."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ByStack(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return worker_scope(Path(nodeid.split("::")[0]))
-
-    return ByStack(config, log)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def c1_jit_for_test_jvms() -> Iterator[None]:
     """Every JVM the tests start (stacks, CLI, jobs, the quick benchmark's) compiles with C1 only:
