@@ -26,9 +26,11 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 
 
-def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: float) -> float:
-    """Wait until the speed job consumed everything, then stop it and Airflow (no run after the final
-    batch). Returns the seconds the catch-up took."""
+def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: float, since: datetime,
+           batch_wait_s: float) -> float:
+    """Wait until the speed job consumed everything and, for up to ``batch_wait_s``, until the batch DAG
+    has published since ``since`` (a scheduled run in flight finishes, as an operator would let it),
+    then stop the speed job and Airflow (no run after the final batch). Returns the catch-up's seconds."""
     from infra.services import airflow
     from spark_jobs.speed_control import stop_speed, wait_caught_up
 
@@ -40,6 +42,9 @@ def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: floa
         from benchmarks.soak_chaos import speed_log_evidence
 
         res.notes.append(f"speed job log: {speed_log_evidence(cfg, p)}")
+    deadline = time.monotonic() + batch_wait_s
+    while not scheduled_publishes(cfg, p, since) and time.monotonic() < deadline:
+        time.sleep(10)
     airflow.stop(cfg)
     stop_speed(cfg, p)
     return took
@@ -47,10 +52,7 @@ def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: floa
 
 def final_batch(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, since: datetime) -> dict[str, Any]:
     """Count the batch runs the DAG published during the soak, then run the final one (job service)."""
-    from spark_jobs.io.ops_reader import read_rows
-
-    scheduled = [r for r in read_rows(cfg, "ops.batch_runs")
-                 if r["pipeline"] == p.name and r["status"] == "published" and _naive(r["published_at"]) >= since]
+    scheduled = scheduled_publishes(cfg, p, since)
     out = subprocess.run([sys.executable, "-m", "tidewater.cli", "batch", p.name], capture_output=True, text=True,
                          timeout=1800)
     res.check("the final batch run published", 0, out.returncode)
@@ -58,6 +60,14 @@ def final_batch(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, since: d
         res.notes.append(f"final batch: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
     return {"scheduled_runs_published": len(scheduled), "final_batch_exit": out.returncode,
             "final_batch_output": out.stdout.strip().splitlines()[-1:]}
+
+
+def scheduled_publishes(cfg: TidewaterConfig, p: Pipeline, since: datetime) -> list[dict[str, Any]]:
+    """The batch runs of ``p`` published since ``since`` (before the final run: the DAG's)."""
+    from spark_jobs.io.ops_reader import read_rows
+
+    return [r for r in read_rows(cfg, "ops.batch_runs")
+            if r["pipeline"] == p.name and r["status"] == "published" and _naive(r["published_at"]) >= since]
 
 
 def _naive(value: datetime | None) -> datetime:

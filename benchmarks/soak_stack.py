@@ -2,9 +2,10 @@
 
 Three Kafka brokers, the Derby metastore, the Thrift server, the job service and Airflow (its
 ``tidewater_speed`` supervisor every minute, ``tidewater_batch`` on ``batch_schedule``), and the speed
-job of every pipeline: the supervisor supervises them all, so the soak starts them itself first, one
-after the other (JVMs that create their tables at once can deadlock the Derby metastore), while the
-Thrift server, the job service and Airflow (its DAGs paused) start beside them; then it unpauses
+job of the soaked pipeline (the only one the stack runs, ``TIDEWATER_PIPELINES``): the supervisor
+supervises it, so the soak starts it itself first (several would start one after the other: JVMs that
+create their tables at once can deadlock the Derby metastore), while the Thrift server, the job service
+and Airflow (its DAGs paused) start beside it; then it unpauses
 ``tidewater_speed`` and ``tidewater_batch``.
 """
 
@@ -25,9 +26,11 @@ TASK_HEARTBEAT_TIMEOUT_S = 90
 ACTIVE_DAGS = ("tidewater_speed", "tidewater_batch")
 
 
-def soak_env(batch_schedule: str) -> dict[str, str]:
-    """The environment of the soak's stack (every subprocess, Airflow and its tasks inherit it)."""
-    return {"TIDEWATER_MODE": "lambda", "TIDEWATER_KAFKA_BROKERS": str(BROKERS),
+def soak_env(batch_schedule: str, pipeline: str) -> dict[str, str]:
+    """The environment of the soak's stack (every subprocess, Airflow and its tasks inherit it). The stack
+    runs the soaked pipeline only (``TIDEWATER_PIPELINES``): the idle ones' speed jobs, supervisor and batch
+    tasks had taken two of the 2-core machine's JVMs and delayed the soaked job's recovery past 270 s."""
+    return {"TIDEWATER_MODE": "lambda", "TIDEWATER_KAFKA_BROKERS": str(BROKERS), "TIDEWATER_PIPELINES": pipeline,
             "TIDEWATER_AIRFLOW_BATCH_SCHEDULE": batch_schedule,
             "TIDEWATER_AIRFLOW_SPEED_SCHEDULE": SUPERVISOR_SCHEDULE,
             "TIDEWATER_AIRFLOW_QUALITY_SCHEDULE": "none", "TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE": "none",
@@ -36,13 +39,13 @@ def soak_env(batch_schedule: str) -> dict[str, str]:
 
 
 @contextmanager
-def soak_stack(batch_schedule: str, keep: bool = False) -> Iterator[TidewaterConfig]:
+def soak_stack(batch_schedule: str, pipeline: str, keep: bool = False) -> Iterator[TidewaterConfig]:
     """Everything up and every speed job running; everything stopped afterwards, even after a failure."""
     from infra.services import airflow
     from lakehouse.config import load_config
     from tidewater.isolated_stack import isolated_env, running_stack
 
-    with isolated_env("tidewater-soak-", soak_env(batch_schedule), keep=keep), \
+    with isolated_env("tidewater-soak-", soak_env(batch_schedule, pipeline), keep=keep), \
             running_stack(load_config()) as cfg:
         try:
             _start_services_and_jobs(cfg)

@@ -23,8 +23,10 @@ STALL_MIN_SECONDS = 180
 
 
 def pipelines() -> list[str]:
-    """Names of the declared pipelines (``lakehouse/pipelines/*.yml``)."""
-    return sorted(p.stem for p in (REPO / "lakehouse" / "pipelines").glob("*.yml"))
+    """Names of the pipelines the stack runs (``lakehouse.pipeline.available_pipelines``)."""
+    from lakehouse.pipeline import available_pipelines
+
+    return available_pipelines()
 
 
 def mode() -> str:

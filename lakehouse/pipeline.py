@@ -8,12 +8,13 @@ per pipeline (``pipelines: {<name>: {...}}`` in tidewater.yml).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lakehouse.errors import PipelineDefinitionError
+from lakehouse.errors import ConfigError, PipelineDefinitionError
 
 PIPELINES_DIR = Path(__file__).resolve().parent / "pipelines"
 FIELD_TYPES = {"string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean"}
@@ -186,7 +187,7 @@ def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None)
     """Load ``<name>.yml`` and apply config overrides (watermark, allowed_lateness)."""
     import yaml
 
-    path, known = PIPELINES_DIR / f"{name}.yml", ", ".join(available_pipelines()) or "none"
+    path, known = PIPELINES_DIR / f"{name}.yml", ", ".join(declared_pipelines()) or "none"
     if not _NAME.match(str(name)):
         raise PipelineDefinitionError(str(name), "name", "is not lower_snake_case (letters, digits, _); "
                                       f"known pipelines: {known}")
@@ -207,5 +208,19 @@ def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None)
     return pipeline
 
 
-def available_pipelines() -> list[str]:
+PIPELINES_ENV = "TIDEWATER_PIPELINES"
+
+
+def declared_pipelines() -> list[str]:
     return sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
+
+
+def available_pipelines() -> list[str]:
+    """The pipelines the stack runs: every declared one (``lakehouse/pipelines/*.yml``), or the
+    comma-separated subset in ``$TIDEWATER_PIPELINES`` (speed jobs, DAG tasks, serving views)."""
+    declared = declared_pipelines()
+    chosen = [name.strip() for name in os.environ.get(PIPELINES_ENV, "").split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in declared]
+    if unknown:
+        raise ConfigError(PIPELINES_ENV, ",".join(unknown), f"a comma-separated subset of {', '.join(declared)}")
+    return sorted(set(chosen)) if chosen else declared

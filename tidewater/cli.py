@@ -51,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     from tidewater import job_client
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # lists the pipelines: a bad $TIDEWATER_PIPELINES fails here
+    except TidewaterError as exc:
+        print(f"tidewater: {exc}", file=sys.stderr)
+        return exc.EXIT_CODE
+    args = parser.parse_args(argv)
     if job_client.wants_service(args):
         try:
             if getattr(args, "precheck", None) is not None:  # Spark-free checks before the round trip

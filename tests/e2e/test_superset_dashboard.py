@@ -140,11 +140,16 @@ def test_dashboard_renders_every_chart_with_data(bi: Any) -> None:
         page.fill("#password", superset.password(bi))
         page.keyboard.press("Enter")
         page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
-        page.goto(superset.dashboard_url(bi), timeout=60_000)
+        page.goto(superset.dashboard_url(bi), timeout=120_000)
         holders = page.locator(".dashboard-component-chart-holder")
-        holders.first.wait_for(timeout=60_000)
-        for title in bundle.CHARTS:
-            page.get_by_text(title, exact=True).first.wait_for(timeout=60_000)
+        try:  # the dashboard's JS bundle is large: on a busy 2-core machine its first load took over 60 s
+            holders.first.wait_for(timeout=240_000)
+            for title in bundle.CHARTS:
+                page.get_by_text(title, exact=True).first.wait_for(timeout=120_000)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "superset-dashboard-failed.png"), full_page=True)
+            raise AssertionError(f"no dashboard at {page.url}; the page says:\n"
+                                 f"{page.locator('body').inner_text()[:2000]}") from None
         assert holders.count() == len(bundle.CHARTS)
         for i in range(holders.count()):  # rendered: an ECharts canvas, or table rows (svg: only icons)
             holders.nth(i).locator("canvas, table tbody tr").first.wait_for(timeout=300_000)

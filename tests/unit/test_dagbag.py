@@ -131,3 +131,16 @@ def test_active_dags_knob(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not paused_at_creation("speed") and paused_at_creation("maintenance")
     monkeypatch.setenv("TIDEWATER_AIRFLOW_ACTIVE_DAGS", "")
     assert paused_at_creation("speed") and paused_at_creation("batch")
+
+
+def test_pipelines_knob_limits_the_dags_tasks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``$TIDEWATER_PIPELINES`` (one owner: ``available_pipelines``) limits the tasks the DAGs make."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("TIDEWATER_PIPELINES", "sensor_readings")
+    bag = DagBag(str(DAGS))
+    assert not bag.import_errors, bag.import_errors
+    batch_tasks = {t.task_id.split(".")[0] for t in bag.dags["tidewater_batch"].tasks if "." in t.task_id}
+    speed_tasks = {t.task_id for t in bag.dags["tidewater_speed"].tasks}
+    assert batch_tasks == {"sensor_readings"}, batch_tasks
+    assert speed_tasks == {"supervise_sensor_readings"}, speed_tasks

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lakehouse.errors import PipelineDefinitionError
+from lakehouse.errors import ConfigError, PipelineDefinitionError
 from lakehouse.pipeline import PIPELINES_DIR, available_pipelines, load_pipeline, parse_pipeline
 
 pytestmark = pytest.mark.unit
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.unit
 
 def test_reference_pipelines_load() -> None:
     assert available_pipelines() == ["game_sessions", "lift_rides", "sensor_readings"]
+
     s = load_pipeline("sensor_readings")
     assert (s.topic, s.window.type, s.window.size, s.watermark_seconds) == ("sensor-readings", "tumbling", "1 minute", 120)
     assert s.grain == ("sensor_id", "window_start", "window_end")
@@ -23,6 +24,14 @@ def test_reference_pipelines_load() -> None:
     assert (lift.window.size, lift.window.slide, lift.watermark_seconds) == ("10 minutes", "5 minutes", 300)
     game = load_pipeline("game_sessions")
     assert (game.window.type, game.window.gap, game.watermark_seconds) == ("session", "5 minutes", 600)
+
+
+def test_pipelines_knob_selects_a_subset_and_refuses_unknown_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDEWATER_PIPELINES", " sensor_readings, lift_rides ")
+    assert available_pipelines() == ["lift_rides", "sensor_readings"]
+    monkeypatch.setenv("TIDEWATER_PIPELINES", "sensor_readings,sensors")
+    with pytest.raises(ConfigError, match="TIDEWATER_PIPELINES.*'sensors'.*subset of game_sessions"):
+        available_pipelines()
 
 
 def test_config_overrides_watermark() -> None:
