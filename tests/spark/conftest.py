@@ -2,8 +2,8 @@
 
 The transforms here are DataFrame -> DataFrame functions, so they need nothing but Spark SQL; the
 stack-backed ``spark`` fixture of ``tests/conftest.py`` (Derby + Kafka per module) stays for the
-integration tests. Package scope: one JVM for every module here, stopped when the package is done
-so that ``getOrCreate`` in a later module's Hive/Delta session never returns this plain one.
+integration tests. Package scope: one JVM for every module here, ended (session and JVM) when the
+package is done so that a later module's Hive/Delta session never starts on this plain one.
 """
 
 from __future__ import annotations
@@ -45,6 +45,31 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+        _end_plain_jvm()
+
+
+def _end_plain_jvm() -> None:
+    """End this package's JVM too: its class path has no Delta jars, and a later module's Delta session in
+    the same pytest process would otherwise start on it (``DeltaCatalog`` not found: stop 40's JDBC
+    failures). PySpark's JVM exits when its stdin closes; the next session launches a new one."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def _jvm_options() -> list[str]:
