@@ -31,7 +31,6 @@ def soak_env(batch_schedule: str, pipeline: str) -> dict[str, str]:
     runs the soaked pipeline only (``TIDEWATER_PIPELINES``): the idle ones' speed jobs, supervisor and batch
     tasks had taken two of the 2-core machine's JVMs and delayed the soaked job's recovery past 270 s."""
     return {"TIDEWATER_MODE": "lambda", "TIDEWATER_KAFKA_BROKERS": str(BROKERS), "TIDEWATER_PIPELINES": pipeline,
-            "TIDEWATER_SPEED_WARM_UP": "true",  # as deployed (the test suite turns it off)
             "TIDEWATER_AIRFLOW_BATCH_SCHEDULE": batch_schedule,
             "TIDEWATER_AIRFLOW_SPEED_SCHEDULE": SUPERVISOR_SCHEDULE,
             "TIDEWATER_AIRFLOW_QUALITY_SCHEDULE": "none", "TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE": "none",

@@ -21,6 +21,6 @@ def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
     from lakehouse.config import load_config
     from tidewater.isolated_stack import isolated_env, running_stack
 
-    with isolated_env("tidewater-bench-", {"TIDEWATER_MODE": "lambda", "TIDEWATER_SPEED_WARM_UP": "true"}, keep=keep), running_stack(load_config()) as cfg:
+    with isolated_env("tidewater-bench-", {"TIDEWATER_MODE": "lambda"}, keep=keep), running_stack(load_config()) as cfg:
         yield cfg
 

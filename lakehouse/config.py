@@ -26,7 +26,6 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
     "TIDEWATER_SPEED_NICE": "spark.speed_nice",
-    "TIDEWATER_SPEED_WARM_UP": "spark.speed_warm_up",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
@@ -92,9 +91,6 @@ class SparkConfig:
     max_offsets_per_trigger: int = 500_000
     # CPU priority of speed and replay jobs (0 to 19, like nice): interactive queries first on busy cores
     speed_nice: int = 10
-    # A speed job warms its micro-batch's work up before its stream starts (spark_jobs/io/stream_warm_up.py):
-    # a start costs 10-25 s more, its first micro-batches' latency seconds less. The test suite turns it off.
-    speed_warm_up: bool = True
 
 
 @dataclass(frozen=True)

@@ -89,8 +89,7 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))
     sink = StreamBatch(spark, p, version, checkpoint, roles, floors)
-    if cfg.spark.speed_warm_up:
-        warm_up(sink, records.schema, cfg)
+    warm_up(sink, records.schema, cfg)
     return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 

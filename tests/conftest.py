@@ -25,9 +25,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 # C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.jvm_options)
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-# Speed jobs start without their warm-up (10-25 s each on 2 cores; tests wait for results, not for the
-# first micro-batches' latency). The benchmarks and the soak measure latency: their stacks set it on.
-TEST_DEFAULTS = {"TIDEWATER_JVM_OPTIONS": TEST_JVM_OPTIONS, "TIDEWATER_SPEED_WARM_UP": "false"}
+TEST_DEFAULTS = {"TIDEWATER_JVM_OPTIONS": TEST_JVM_OPTIONS}
 
 
 @contextlib.contextmanager
@@ -91,8 +89,7 @@ def test_jvm_defaults() -> Iterator[None]:
     2 cores: about half the JVM CPU of a small Delta workload). C1 alone also shrinks the JIT's code
     cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
     ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
-    context (stop 37); ``lakehouse.jvm_options`` keeps the tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides. Also: no speed
-    warm-up (``TEST_DEFAULTS``); ``TIDEWATER_SPEED_WARM_UP`` overrides."""
+    context (stop 37); ``lakehouse.jvm_options`` keeps the tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
     saved = {var: os.environ.get(var) for var in TEST_DEFAULTS}
     for var, default in TEST_DEFAULTS.items():
         os.environ[var] = saved[var] or default

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
-STACK_ENV = {"TIDEWATER_SPEED_WARM_UP": "true"}  # as deployed: kills land in warm-ups too, and one is checked
 
 KILLS = 2
 

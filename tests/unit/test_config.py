@@ -38,14 +38,6 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     assert cfg.kafka.port == 9100
 
 
-def test_speed_warm_up_knob(tmp_path: Path) -> None:
-    path = _write(tmp_path, "{}")
-    assert load_config(path, env={}).spark.speed_warm_up is True
-    assert load_config(path, env={"TIDEWATER_SPEED_WARM_UP": "false"}).spark.speed_warm_up is False
-    with pytest.raises(ConfigError, match="spark.speed_warm_up.*true or false"):
-        load_config(path, env={"TIDEWATER_SPEED_WARM_UP": "sometimes"})
-
-
 def test_brokers_give_ports_bootstrap_list_and_replication(tmp_path: Path) -> None:
     one = load_config(_write(tmp_path, "{}"), env={})
     assert (one.kafka.brokers, one.kafka.node_ports(), one.kafka.replication_factor, one.kafka.min_insync_replicas) == (
