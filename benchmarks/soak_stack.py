@@ -40,7 +40,7 @@ def soak_env(batch_schedule: str, pipeline: str) -> dict[str, str]:
 
 @contextmanager
 def soak_stack(batch_schedule: str, pipeline: str, keep: bool = False) -> Iterator[TidewaterConfig]:
-    """Everything up and every speed job running; everything stopped afterwards, even after a failure."""
+    """Everything up and the soaked pipeline's speed job running; everything stopped afterwards, even after a failure."""
     from infra.services import airflow
     from lakehouse.config import load_config
     from tidewater.isolated_stack import isolated_env, running_stack

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 # C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.jvm_options)
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-TEST_DEFAULTS = {"TIDEWATER_JVM_OPTIONS": TEST_JVM_OPTIONS}
 
 
 @contextlib.contextmanager
@@ -83,20 +82,18 @@ def _forget_exited_test_jvm() -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def test_jvm_defaults() -> Iterator[None]:
+def c1_jit_for_test_jvms() -> Iterator[None]:
     """Every JVM the tests start (stacks, CLI, jobs, the quick benchmark's) compiles with C1 only:
     they live minutes, where C2's compile threads cost more CPU than they give back (measured on
     2 cores: about half the JVM CPU of a small Delta workload). C1 alone also shrinks the JIT's code
     cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
     ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
     context (stop 37); ``lakehouse.jvm_options`` keeps the tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
-    saved = {var: os.environ.get(var) for var in TEST_DEFAULTS}
-    for var, default in TEST_DEFAULTS.items():
-        os.environ[var] = saved[var] or default
+    saved = os.environ.get("TIDEWATER_JVM_OPTIONS")
+    os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else TEST_JVM_OPTIONS
     yield
-    for var, before in saved.items():
-        if before is None:
-            os.environ.pop(var, None)
+    if saved is None:
+        os.environ.pop("TIDEWATER_JVM_OPTIONS", None)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -119,9 +116,8 @@ def host_time_zone(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def tw_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The module's isolated stack environment, with the module's ``STACK_ENV`` variables if it has any."""
-    with isolated_env(getattr(request.module, "STACK_ENV", None)) as env:
+def tw_env() -> Iterator[dict[str, str]]:
+    with isolated_env() as env:
         yield env
 
 
