@@ -25,7 +25,6 @@ from lakehouse.config import TidewaterConfig
 
 PIPELINE = "sensor_readings"
 LIVE_RATE, CLIENTS = 1_000, 8
-WARM_UP_S = 30  # the query mix on one connection after the server starts, reported apart as "cold_start"
 GOALS_S = {"point_query": 0.5, "day_scan": 1.0, "concurrent": 1.5}  # p95, issue 10
 
 
@@ -102,11 +101,11 @@ def timed(cur: Any, sql: str) -> tuple[float, list[Any]]:
     return time.perf_counter() - t0, rows
 
 
-def warm_up(cur: Any, sqls: list[str]) -> dict[str, Any]:
-    """The query mix for ``WARM_UP_S`` seconds on a server just started (its JIT compilers at work, the
+def warm_up(cur: Any, sqls: list[str], seconds: float) -> dict[str, Any]:
+    """The query mix for ``seconds`` on a server just started (its JIT compilers at work, the
     serving cache being built): the first queries a BI tool sends; their figures are kept apart."""
     timings: list[float] = []
-    deadline = time.monotonic() + WARM_UP_S
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         timings.append(timed(cur, sqls[len(timings) % len(sqls)])[0])
     return {**summary(timings), "first_20": summary(timings[:20])}
@@ -171,7 +170,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                     "AND sensor_id LIKE 's-%' GROUP BY sensor_id ORDER BY sensor_id",
     }
     res.settings = {"table": table, "client": "pyhive (HiveServer2 binary, NOSASL)", "repetitions": sizes.serving_queries,
-                    "warm_up": f"{WARM_UP_S} s of the query mix after the server starts (reported as cold_start), "
+                    "warm_up": f"{sizes.serving_warm_up_s} s of the query mix after the server starts (reported as cold_start), "
                                "then 2 queries before each measured series", "sensor": sensor, "hour": [str(h) for h in hour], "day": [str(d) for d in day],
                     "live_load": f"speed job running, {LIVE_RATE} events/s produced during the measurement",
                     "concurrent_clients": CLIENTS, "concurrent_rounds": sizes.concurrent_rounds, "goals_p95_s": GOALS_S,
@@ -188,7 +187,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         time.sleep(5)
         conn = hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, auth="NOSASL")
         cur = conn.cursor()
-        res.metrics["cold_start"] = warm_up(cur, list(queries.values()))
+        res.metrics["cold_start"] = warm_up(cur, list(queries.values()), sizes.serving_warm_up_s)
         for name, sql in queries.items():
             expected = [tuple(r) for r in spark.sql(sql).collect()]
             timings: list[float] = []

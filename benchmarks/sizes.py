@@ -20,13 +20,15 @@ class Sizes:
     sustained_seconds: int
     flat_events: int           # scenario 8: events through the speed layer for the flat-cost figure
     incremental_rounds: int    # scenario 3: incremental runs (the first on a JVM that has not run one yet)
+    full_rounds: int           # scenario 3: full run + bare job pairs (the second on a warm JVM)
+    serving_warm_up_s: int     # scenario 5: seconds of the query mix on the server just started ("cold_start")
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 3),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 1, 10),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 2, 30),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 3, 2, 30),
 }
