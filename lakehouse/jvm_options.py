@@ -10,6 +10,7 @@ import shlex
 # CodeCache for adapters", after which Spark stopped its context (stop 37: CI's Thrift server and speed jobs).
 CODE_CACHE_FLAG = "-XX:ReservedCodeCacheSize=240m"
 _C1_ONLY = re.compile(r"^-XX:TieredStopAtLevel=[0-3]$")
+_GC_CHOICE = re.compile(r"^-XX:\+Use\w+GC$")  # -XX:+UseSerialGC, -XX:+UseParallelGC, -XX:+UseG1GC, ...
 
 
 def jvm_flags(options: str) -> list[str]:
@@ -19,3 +20,9 @@ def jvm_flags(options: str) -> list[str]:
     if any(_C1_ONLY.match(f) for f in flags) and not any(f.startswith("-XX:ReservedCodeCacheSize=") for f in flags):
         flags.append(CODE_CACHE_FLAG)
     return flags
+
+
+def selects_gc(flags: list[str]) -> bool:
+    """True if ``flags`` choose a garbage collector: a JVM given a second choice refuses to start
+    ("Conflicting collector combinations"), so a JVM's own default choice must then be left out."""
+    return any(_GC_CHOICE.match(f) for f in flags)

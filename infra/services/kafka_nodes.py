@@ -20,6 +20,7 @@ from infra.jvm import require_java
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
+from lakehouse.jvm_options import selects_gc
 
 VOTERS = 3
 
@@ -103,7 +104,8 @@ def server_properties(cfg: TidewaterConfig, n: Node | None = None) -> str:
 def java_cmd(cfg: TidewaterConfig, main: str, *args: str, heap: str = "512m") -> list[str]:
     log4j = kafka_home(cfg) / "log4j2.properties"
     return [
-        require_java(), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", *cfg.jvm_flags,
+        require_java(), f"-Xmx{heap}", f"-Xms{heap}", *([] if selects_gc(cfg.jvm_flags) else ["-XX:+UseG1GC"]),
+        *cfg.jvm_flags,
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp", str(naming.jars_dir("kafka") / "*"), main, *args,
     ]

@@ -76,6 +76,18 @@ def test_jvm_options_reach_every_jvm_flag_list(tmp_path: Path) -> None:
     assert load_config(_write(tmp_path, "{}"), env={}).jvm_flags == []
 
 
+def test_a_collector_chosen_in_jvm_options_replaces_the_brokers_own(tmp_path: Path) -> None:
+    """Kafka's JVM picks G1 itself; a JVM given two collectors refuses to start."""
+    from infra.services.kafka_nodes import java_cmd
+
+    def collectors(env: dict[str, str]) -> list[str]:
+        cfg = load_config(_write(tmp_path, "{}"), env=env)
+        return [f for f in java_cmd(cfg, "kafka.Kafka") if f.startswith("-XX:+Use") and f.endswith("GC")]
+
+    assert collectors({}) == ["-XX:+UseG1GC"]
+    assert collectors({"TIDEWATER_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}) == ["-XX:+UseSerialGC"]
+
+
 @pytest.mark.parametrize(
     ("text", "env", "message"),
     [
