@@ -28,6 +28,15 @@ def _start_time(pid: int) -> int:
     return int(_stat(pid)[19])  # field 22 of proc(5): start time in clock ticks after boot
 
 
+def _wait_for_command_line(pid: int) -> None:
+    """Popen returns when the exec has closed the child's descriptors, which is before the kernel sets
+    the new command line: under load the parent can read an empty one, which ``_owned`` takes for its
+    own process between fork and exec (a CI run failed so). A reused PID's exec is long done."""
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _alive(pid: int) -> bool:
     try:
         return _stat(pid)[0] != "Z"
@@ -70,6 +79,7 @@ def test_reused_pid_with_another_start_time_is_not_ours(tmp_path: Path) -> None:
     """PID reuse: same PID and a command line that contains the marker, but another start time."""
     other = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
+        _wait_for_command_line(other.pid)
         proc = ManagedProcess("job", tmp_path, tmp_path)
         proc.pid_file.write_text(f"{other.pid}\nsleep 60\n{_start_time(other.pid) - 1}\n")
         assert proc.pid() is None and not proc.running()
