@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.services.process import ManagedProcess
+from infra.services.process import ManagedProcess, wait_until
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
@@ -32,9 +32,7 @@ def _wait_for_command_line(pid: int) -> None:
     """Popen returns when the exec has closed the child's descriptors, which is before the kernel sets
     the new command line: under load the parent can read an empty one, which ``_owned`` takes for its
     own process between fork and exec (a CI run failed so). A reused PID's exec is long done."""
-    deadline = time.monotonic() + 10
-    while not Path(f"/proc/{pid}/cmdline").read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_until(lambda: bool(Path(f"/proc/{pid}/cmdline").read_bytes()), 10, interval=0.01)
 
 
 def _alive(pid: int) -> bool:
