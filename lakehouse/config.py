@@ -26,6 +26,8 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
     "TIDEWATER_SPEED_NICE": "spark.speed_nice",
+    "TIDEWATER_WARM_UP_PLAN_ROUNDS": "spark.warm_up_plan_rounds",
+    "TIDEWATER_WARM_UP_RECORD_ROUNDS": "spark.warm_up_record_rounds",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
@@ -91,6 +93,10 @@ class SparkConfig:
     max_offsets_per_trigger: int = 500_000
     # CPU priority of speed and replay jobs (0 to 19, like nice): interactive queries first on busy cores
     speed_nice: int = 10
+    # warm-up of a speed job before its query starts (spark_jobs/io/stream_warm_up.py): rounds on no
+    # rows (plans, write path), then rounds on the topic's latest records (Kafka read, parse, partials)
+    warm_up_plan_rounds: int = 4
+    warm_up_record_rounds: int = 3
 
 
 @dataclass(frozen=True)
@@ -282,6 +288,9 @@ def _validate(cfg: TidewaterConfig) -> None:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if not 0 <= cfg.spark.speed_nice <= 19:
         raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
+    for key in ("warm_up_plan_rounds", "warm_up_record_rounds"):
+        if not 0 <= getattr(cfg.spark, key) <= 10:
+            raise ConfigError(f"spark.{key}", getattr(cfg.spark, key), "an integer from 0 (no warm-up) to 10")
     if not 0 <= cfg.thrift.max_staleness_seconds <= 60:
         raise ConfigError("thrift.max_staleness_seconds", cfg.thrift.max_staleness_seconds,
                           "an integer from 0 (every JDBC query reads the newest commit) to 60")

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 # C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.jvm_options)
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# one warm-up round of each kind per speed job (default 4 and 3): the tests measure no latency, and
+# start dozens of speed jobs; one round of each still runs every warm-up path
+TEST_WARM_UP_ROUNDS = {"TIDEWATER_WARM_UP_PLAN_ROUNDS": "1", "TIDEWATER_WARM_UP_RECORD_ROUNDS": "1"}
 
 
 @contextlib.contextmanager
@@ -89,11 +92,27 @@ def c1_jit_for_test_jvms() -> Iterator[None]:
     cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
     ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
     context (stop 37); ``lakehouse.jvm_options`` keeps the tiered size. ``TIDEWATER_JVM_OPTIONS`` overrides."""
-    saved = os.environ.get("TIDEWATER_JVM_OPTIONS")
-    os.environ["TIDEWATER_JVM_OPTIONS"] = saved if saved is not None else TEST_JVM_OPTIONS
-    yield
-    if saved is None:
-        os.environ.pop("TIDEWATER_JVM_OPTIONS", None)
+    with _env_defaults({"TIDEWATER_JVM_OPTIONS": TEST_JVM_OPTIONS}):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def short_warm_up_for_test_jobs() -> Iterator[None]:
+    """``TEST_WARM_UP_ROUNDS`` for every speed job the tests start; the environment overrides."""
+    with _env_defaults(TEST_WARM_UP_ROUNDS):
+        yield
+
+
+@contextlib.contextmanager
+def _env_defaults(defaults: dict[str, str]) -> Iterator[None]:
+    """Set each variable not already set, for the block's duration."""
+    added = [name for name in defaults if name not in os.environ]
+    os.environ.update({name: defaults[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 @pytest.fixture(scope="module", autouse=True)

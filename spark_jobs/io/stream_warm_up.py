@@ -3,11 +3,11 @@ changes nothing, so that the first micro-batches of a new JVM and Python process
 cold start (planning, code generation, the dedup history's load from bronze, Delta's write path) in
 the latency of every event they carry.
 
-* ``PLAN_ROUNDS`` rounds on no rows: the counts, the speed step's plan and the partials append's write
+* ``spark.warm_up_plan_rounds`` rounds on no rows: the counts, the speed step's plan and the partials append's write
   path (the append goes to a scratch Delta table beside the checkpoint that nothing reads). The
   driver's planning code (Spark's analyzer, optimizer and planner, Delta's commit) runs slowly at
   first and is warmed by plans, not rows. The first round also loads the dedup history.
-* ``RECORD_ROUNDS`` rounds on the topic's last ``RECORDS_PER_PARTITION`` records per partition, read
+* ``spark.warm_up_record_rounds`` rounds on the topic's last ``RECORDS_PER_PARTITION`` records per partition, read
   as a batch (already processed or not, they are only read): Kafka's consumer, the parse, the
   interpreted evaluation a level micro-batch runs, and the per-window partials, into the same scratch
   table. The history lookup reads the dedup history and never adds to it.
@@ -15,7 +15,8 @@ the latency of every event they carry.
 Measured at medium size, 1,000 events/s right after a start (p50 / p99; stop 35, benchmarks/README.md):
 one round on no rows (before) 4.34 / 12.12 s; four on no rows 2.94 / 7.11 and 2.88 / 6.81 s; four plus
 three on records 3.04 / 5.63 s, two plus two 3.17 / 6.75 s (the last two after scenario 1, whose topic
-and history are bigger). Each round costs 1.5-3 s of the job's start; two of each keep most of the gain.
+and history are bigger). Each round costs 1.5-3 s of the job's start; the defaults are four plus three.
+The tests run one of each (tests/conftest.py): they measure no latency and start many jobs.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from typing import Any
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 
-PLAN_ROUNDS = 2
-RECORD_ROUNDS = 2
 RECORDS_PER_PARTITION = 500
 
 
@@ -47,21 +46,21 @@ def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
     wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else datetime.now(UTC)
     scratch = checkpoint.with_name(f"{checkpoint.name}.warm-up")
     seconds = []
-    for _ in range(PLAN_ROUNDS):
+    for _ in range(cfg.spark.warm_up_plan_rounds):
         started = time.monotonic()
         sink.stats(empty, wm)
         spark.table(naming.speed_partials_table(sink.p.name, sink.version)).limit(1).collect()
         write_scratch(sink.speed_partials(empty, wm, wm), sink.p, sink.version, scratch, wm)
         seconds.append(time.monotonic() - started)
     try:
-        seconds += record_rounds(sink, cfg, wm, scratch)
+        seconds += record_rounds(sink, cfg, wm, scratch) if cfg.spark.warm_up_record_rounds else []
     except Exception as exc:  # the stream reads Kafka itself and fails loudly if it must; a warm-up need not
         print(f"stream: warm-up on the topic's records skipped ({str(exc).strip().splitlines()[0][:200]})", flush=True)
     print(f"stream: warm-up rounds {', '.join(f'{s:.1f}' for s in seconds)} s", flush=True)
 
 
 def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -> list[float]:
-    """``RECORD_ROUNDS`` rounds of a level micro-batch's work on the topic's latest records."""
+    """``spark.warm_up_record_rounds`` rounds of a level micro-batch's work on the topic's latest records."""
     from lakehouse.utc import as_utc
     from spark_jobs.io import execution_mode
     from spark_jobs.io.partials_table import write_scratch
@@ -74,7 +73,7 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
     execution_mode.use_for(sink.spark, count)
     df = cached_form(records).persist()
     try:
-        for _ in range(RECORD_ROUNDS):
+        for _ in range(cfg.spark.warm_up_record_rounds):
             started = time.monotonic()
             stats = sink.stats(df, wm)
             lo = as_utc(stats["lo"]) if stats["lo"] is not None else wm

@@ -38,7 +38,6 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.lineage import committed_batches, query_id
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.io.stream_warm_up import PLAN_ROUNDS, RECORD_ROUNDS
     from spark_jobs.speed_control import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
 
     cfg = stack
@@ -87,7 +86,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         assert not [f for f in killed if f.exists()], "a new driver removes the scratch files of killed ones"
         # the new lineage warmed up on the topic's records too (a failing warm-up is only logged)
         warm = [line for line in speed_process(cfg, p).tail(5000).splitlines() if line.startswith("stream: warm-up")]
-        assert warm and len(warm[-1].split(",")) == PLAN_ROUNDS + RECORD_ROUNDS, warm
+        assert warm and len(warm[-1].split(",")) == cfg.spark.warm_up_plan_rounds + cfg.spark.warm_up_record_rounds, warm
         time.sleep(8)
     finally:
         producer.finish()

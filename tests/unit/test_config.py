@@ -101,6 +101,8 @@ def test_a_collector_chosen_in_jvm_options_replaces_the_brokers_own(tmp_path: Pa
         ("kafka: [1, 2]\n", {}, "config error: 'kafka' is [1, 2]; expected a mapping with keys"),
         ("spark: {driver_memory: lots}\n", {}, "config error: 'spark.driver_memory' is 'lots'; expected a JVM size"),
         ("{}", {"TIDEWATER_SPEED_NICE": "-5"}, "'spark.speed_nice' is -5; expected an integer from 0 (no change) to 19"),
+        ("{}", {"TIDEWATER_WARM_UP_RECORD_ROUNDS": "-1"}, "'spark.warm_up_record_rounds' is -1; expected an integer from 0"),
+        ("spark: {warm_up_plan_rounds: 50}\n", {}, "'spark.warm_up_plan_rounds' is 50; expected an integer from 0 (no warm-up) to 10"),
         ("thrift: {max_staleness_seconds: 600}\n", {},
          "'thrift.max_staleness_seconds' is 600; expected an integer from 0 (every JDBC query reads the newest commit) to 60"),
         ("kafka: {starting_offsets: middle}\n", {}, "'kafka.starting_offsets' is 'middle'; expected 'earliest' or 'latest'"),

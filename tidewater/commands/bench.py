@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,18 @@ def benchmarks_module(name: str, command: str) -> Any:
                              "installed (pip install -e '.[dev,bench]')") from None
 
 
+def stop_stack_on_term(command: str) -> None:
+    """SIGTERM ends ``command`` as Ctrl-C does: its ``finally`` blocks stop its isolated stack (brokers,
+    metastore, jobs) and delete its temp folder, instead of leaving them running."""
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(f"tidewater: {command} stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     harness = benchmarks_module("harness", "bench")
+    stop_stack_on_term("bench")
     size = "quick" if args.quick else args.size
     run = harness.run_benchmarks(size, parse_scenarios(args.scenarios), keep_data=args.keep_data)
     for r in run["results"]:

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import argparse
 import random
-import signal
 import sys
 from pathlib import Path
 
 from lakehouse.errors import TidewaterError
 from tidewater.commands import Subparsers
-from tidewater.commands.bench import benchmarks_module
+from tidewater.commands.bench import benchmarks_module, stop_stack_on_term
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
     soak = benchmarks_module("soak", "soak")
     if (args.minutes is not None and args.minutes <= 0) or (args.rate is not None and args.rate <= 0):
         raise TidewaterError("soak: --minutes and --rate must be positive")
-    signal.signal(signal.SIGTERM, _stop_on_term)  # a killed soak still stops its stack (the finally blocks)
+    stop_stack_on_term("soak")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     settings = soak.settings_for(args.quick, args.minutes, args.rate)
     print(f"soak: seed {seed}, {settings.rate} events/s for {settings.seconds} s (reproduce the fault plan with "
@@ -34,10 +33,6 @@ def cmd_soak(args: argparse.Namespace) -> int:
         return 1
     print("soak: every check passed")
     return 0
-
-
-def _stop_on_term(signum: int, _frame: object) -> None:
-    raise SystemExit(f"tidewater: soak stopped by signal {signum}")
 
 
 def register(sub: Subparsers) -> None:
