@@ -20,6 +20,7 @@ import functools
 import json
 import os
 import subprocess
+import time
 from typing import Any
 
 from infra.services.airflow_settings import (
@@ -45,6 +46,7 @@ COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # could not start its own; the LocalExecutor's tasks write their logs here, where the api-server reads them
 SKIP_LOG_SERVER = {"scheduler": " --skip-serve-logs", "triggerer": " --skip-serve-logs"}
 HEALTH_KEYS = {"scheduler": "scheduler", "triggerer": "triggerer", "dag-processor": "dag_processor"}
+HEARTBEAT_FIELDS = {c: f"latest_{key}_heartbeat" for c, key in HEALTH_KEYS.items()}
 
 
 def _process(cfg: TidewaterConfig, component: str) -> ManagedProcess:
@@ -68,11 +70,13 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
                              capture_output=True, text=True, timeout=600)
     if migrate.returncode != 0:
         raise ServiceError(f"airflow: 'airflow db migrate' failed:\n{(migrate.stdout + migrate.stderr)[-1500:]}")
+    started = {c: time.time() for c in COMPONENTS if not _process(cfg, c).running()}
     for component in COMPONENTS:  # via sh: the api-server retitles itself, the PID file checks the command line
         _process(cfg, component).start(["/bin/sh", "-c", f"'{airflow_bin()}' {component}"
                                         f"{SKIP_LOG_SERVER.get(component, '')}; exit $?"],
                                        env=environment, cwd=home(cfg))
-    if not wait_until(lambda: healthy(cfg) or any(not _process(cfg, c).running() for c in COMPONENTS), timeout, 2):
+    if not wait_until(lambda: healthy_since(cfg, started) or any(not _process(cfg, c).running() for c in COMPONENTS),
+                      timeout, 2):
         raise ServiceError(f"airflow: not healthy after {timeout:.0f}s; logs in {naming.logs_dir(cfg)}/airflow-*.log")
     dead = [c for c in COMPONENTS if not _process(cfg, c).running()]
     if dead:
@@ -144,6 +148,28 @@ def component_health(cfg: TidewaterConfig) -> dict[str, str]:
 
 def healthy(cfg: TidewaterConfig) -> bool:
     return all(state == "healthy" for state in component_health(cfg).values())
+
+
+def healthy_since(cfg: TidewaterConfig, started: dict[str, float]) -> bool:
+    """Healthy, and each component in ``started`` (name: epoch seconds of its start) has heartbeated since.
+    A component killed with SIGKILL stays "healthy" in Airflow's report until its last heartbeat ages out
+    (30 s): a restart judged on that alone returned before the new scheduler ran, which then showed
+    "unhealthy" (a soak run, stop 43)."""
+    report = health(cfg)
+    return healthy(cfg) and all(
+        heartbeat_after(report.get(HEALTH_KEYS[c]) or {}, HEARTBEAT_FIELDS[c], since)
+        for c, since in started.items() if c in HEALTH_KEYS)
+
+
+def heartbeat_after(component_report: dict[str, Any], field: str, since: float) -> bool:
+    """True when the component's ``field`` (an ISO time; Airflow's are UTC) is at or after ``since`` (epoch s)."""
+    from datetime import UTC, datetime
+
+    value = component_report.get(field)
+    if not value:
+        return False
+    at = datetime.fromisoformat(str(value))
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() >= since
 
 
 def enabled(cfg: TidewaterConfig) -> bool:
