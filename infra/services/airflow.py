@@ -137,8 +137,9 @@ def health(cfg: TidewaterConfig) -> dict[str, Any]:
         return {}
 
 
-def component_health(cfg: TidewaterConfig) -> dict[str, str]:
-    report = health(cfg)
+def component_health(cfg: TidewaterConfig, report: dict[str, Any] | None = None) -> dict[str, str]:
+    """Each component's state, from ``report`` (``health``'s answer; fetched when None)."""
+    report = health(cfg) if report is None else report
     out = {"api-server": "healthy" if report else ("running" if _process(cfg, "api-server").running() else "down")}
     for component, key in HEALTH_KEYS.items():
         out[component] = str((report.get(key) or {}).get("status") or
@@ -146,8 +147,8 @@ def component_health(cfg: TidewaterConfig) -> dict[str, str]:
     return out
 
 
-def healthy(cfg: TidewaterConfig) -> bool:
-    return all(state == "healthy" for state in component_health(cfg).values())
+def healthy(cfg: TidewaterConfig, report: dict[str, Any] | None = None) -> bool:
+    return all(state == "healthy" for state in component_health(cfg, report).values())
 
 
 def healthy_since(cfg: TidewaterConfig, started: dict[str, float]) -> bool:
@@ -156,7 +157,7 @@ def healthy_since(cfg: TidewaterConfig, started: dict[str, float]) -> bool:
     (30 s): a restart judged on that alone returned before the new scheduler ran, which then showed
     "unhealthy" (a soak run, stop 43)."""
     report = health(cfg)
-    return healthy(cfg) and all(
+    return healthy(cfg, report) and all(
         heartbeat_after(report.get(HEALTH_KEYS[c]) or {}, HEARTBEAT_FIELDS[c], since)
         for c, since in started.items() if c in HEALTH_KEYS)
 
