@@ -36,6 +36,8 @@ def machine_facts() -> dict[str, Any]:
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
+    from benchmarks.run_context import cpu_probe
+
     mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                    if line.startswith("MemTotal")), 0)
     versions: dict[str, str | None] = {}
@@ -48,7 +50,7 @@ def machine_facts() -> dict[str, Any]:
     kafka_jars = sorted(p.name for p in (RESULTS.parent.parent / ".cache" / "jars" / "kafka").glob("kafka-clients-*"))
     return {"cores": os.cpu_count(), "memory_gib": round(mem_kb / 1024 / 1024, 1), "load_avg_at_start": os.getloadavg(),
             "python": platform.python_version(), "platform": platform.platform(), "java": java[0] if java else None,
-            "kafka_clients": kafka_jars[0] if kafka_jars else None, "versions": versions}
+            "kafka_clients": kafka_jars[0] if kafka_jars else None, "versions": versions, "cpu_probe": cpu_probe()}
 
 
 def run_scenario(number: int, context: dict[str, Any]) -> ScenarioResult:
@@ -81,6 +83,7 @@ def git_facts() -> dict[str, Any]:
 
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
                    keep_data: bool = False) -> dict[str, Any]:
+    from benchmarks.run_context import cpu_probe, effective_settings
     from benchmarks.stack import isolated_stack
     from infra.spark_session import get_spark
 
@@ -95,6 +98,7 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
         if not group:
             continue
         with isolated_stack(keep=keep_data) as cfg:
+            run.setdefault("settings", effective_settings(cfg))
             spark = get_spark(cfg, "tidewater-bench")
             context: dict[str, Any] = {"cfg": cfg, "spark": spark, "sizes": sizes, "results": results,
                                        "work": cfg.data_dir / "bench"}
@@ -104,6 +108,7 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
             finally:
                 spark.stop()
     run["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    run["cpu_probe_at_end"] = cpu_probe()
     run["results"] = [results[n].as_dict() for n in chosen]
     run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
     if write:

@@ -28,11 +28,20 @@ def headline(result: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
+def _yardstick(run: dict[str, Any]) -> list[str]:
+    """The machine's own speed (compare it before comparing two runs) and the stack's settings."""
+    probes = {"start": run["machine"].get("cpu_probe"), "end": run.get("cpu_probe_at_end")}
+    settings = run.get("settings")
+    lines = [f"CPU probe at the {phase} (higher is faster): {json.dumps(v)}." for phase, v in probes.items() if v]
+    return [*lines, f"Stack settings: `{json.dumps(settings)}`."] if settings else lines
+
+
 def markdown(run: dict[str, Any], charts: list[str]) -> str:
     m = run["machine"]
     lines = [f"# Tidewater benchmark run {run['started_at']} ({run['size']['name']} size)", "",
              f"Machine: {m['cores']} cores, {m['memory_gib']} GiB, load average at start {m['load_avg_at_start']}, "
-             f"Python {m['python']}, {m['java']}, versions {m['versions']}.",
+             f"Python {m['python']}, {m['java']}, versions {m['versions']}, platform {m.get('platform')}.",
+             *_yardstick(run),
              f"Code: git commit {(run.get('git') or {}).get('commit')}"
              f"{' with uncommitted changes' if (run.get('git') or {}).get('dirty') else ''}.", "",
              "| # | scenario | status | ratios | key figures | checks passed | seconds |",

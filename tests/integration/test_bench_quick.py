@@ -8,6 +8,7 @@ correctness checks passed; timings are never asserted. A scenario whose dependen
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -22,6 +23,11 @@ def quick_run() -> dict[int, dict[str, Any]]:
 
     run = run_benchmarks("quick", QUICK, write=False)
     assert run["machine"]["cores"], "machine facts recorded"
+    # the yardstick of a comparison between runs: the machine's own speed, and the stack's settings as
+    # the speed job saw them (the tests' JVM options come from the environment, tests/conftest.py)
+    assert run["machine"]["cpu_probe"]["python_mops"] > 0 and run["cpu_probe_at_end"]["sha256_mb_s"] > 0
+    assert run["settings"]["jvm_options"] == os.environ["TIDEWATER_JVM_OPTIONS"]
+    assert run["settings"]["env_overrides"]["TIDEWATER_JVM_OPTIONS"] == os.environ["TIDEWATER_JVM_OPTIONS"]
     return {r["id"]: r for r in run["results"]}
 
 
