@@ -29,12 +29,10 @@ _SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "KEY", "FERNET")
 
 
 def _python_mops(loops: int) -> float:
-    started = time.perf_counter()
-    total = 0
+    started, total = time.perf_counter(), 0
     for i in range(loops):
         total += i
-    seconds = time.perf_counter() - started
-    return round(loops / seconds / 1e6, 2) if total >= 0 else 0.0
+    return round(loops / (time.perf_counter() - started) / 1e6, 2)
 
 
 def _sha256_mb_s(megabytes: int) -> float:
