@@ -8,7 +8,9 @@ the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,10 +22,50 @@ def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> N
      .option("txnAppId", app_id).option("txnVersion", version).saveAsTable(table))
 
 
+# table name -> its Delta log folder, as this process first resolved it (``table_log_dir``)
+_log_dirs: dict[str, Path] = {}
+
+
 def tagged_append(df: DataFrame, table: str, tag: str) -> None:
     """A plain append (no ``txnAppId`` lookup, which costs Delta two state reconstructions per write)
-    whose commit carries ``tag`` as ``userMetadata``; the caller makes it idempotent (``io.rerun``)."""
-    df.write.format("delta").mode("append").option("userMetadata", tag).saveAsTable(table)
+    whose commit carries ``tag`` as ``userMetadata``; the caller makes it idempotent (``io.rerun``).
+    Written to the table's location, resolved once per process: an append by name asks the metastore
+    for the table on every write (measured, 500 rows under load: 0.93-1.30 s by name, 0.66-1.06 s by
+    location). The same Delta log takes the commit either way."""
+    writer = df.write.format("delta").mode("append").option("userMetadata", tag)
+    log_dir = table_log_dir(df.sparkSession, table)
+    if log_dir is None:
+        writer.saveAsTable(table)
+    else:
+        writer.save(str(log_dir.parent))
+
+
+def table_log_dir(spark: SparkSession, table: str) -> Path | None:
+    """The local ``_delta_log`` folder of ``table``, or None (not a local Delta table, or its log is gone:
+    dropped; then the caller writes by name, which fails or recreates as the catalog says)."""
+    known = _log_dirs.get(table)
+    if known is None:
+        if not spark.catalog.tableExists(table):
+            return None
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+        known = local_log_dir(next((r["data_type"] for r in rows if r["col_name"] == "Location"), None))
+        if known is None:
+            return None
+        _log_dirs[table] = known
+    if not known.is_dir():
+        _log_dirs.pop(table, None)
+        return None
+    return known
+
+
+def local_log_dir(location: str | None) -> Path | None:
+    """``file:`` URI or absolute path of a table -> its ``_delta_log`` folder; None for other schemes."""
+    if not location:
+        return None
+    url = urlparse(location)
+    if url.scheme not in ("", "file") or not url.path.startswith("/"):
+        return None
+    return Path(unquote(url.path)) / "_delta_log"
 
 
 def key_condition(keys: Sequence[str]) -> str:

@@ -52,11 +52,25 @@ def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
         spark.table(naming.speed_partials_table(sink.p.name, sink.version)).limit(1).collect()
         write_scratch(sink.speed_partials(empty, wm, wm), sink.p, sink.version, scratch, wm)
         seconds.append(time.monotonic() - started)
+    resolve_append_locations(sink)
     try:
         seconds += record_rounds(sink, cfg, wm, scratch) if cfg.spark.warm_up_record_rounds else []
     except Exception as exc:  # the stream reads Kafka itself and fails loudly if it must; a warm-up need not
         print(f"stream: warm-up on the topic's records skipped ({str(exc).strip().splitlines()[0][:200]})", flush=True)
     print(f"stream: warm-up rounds {', '.join(f'{s:.1f}' for s in seconds)} s", flush=True)
+
+
+def resolve_append_locations(sink: Any) -> None:
+    """The tables the micro-batches append to, located now rather than in the first micro-batch
+    (``delta_io.tagged_append`` writes by location, looked up once per process)."""
+    from lakehouse import contracts
+    from spark_jobs.io.delta_io import table_log_dir
+
+    tables = [contracts.speed_partials(sink.p, sink.version).name, contracts.STREAM_PROGRESS.name]
+    if "ingest" in sink.roles:
+        tables += [naming.table("bronze", sink.p.name), naming.table("quarantine", sink.p.name)]
+    for table in tables:
+        table_log_dir(sink.spark, table)
 
 
 def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -> list[float]:

@@ -48,3 +48,24 @@ def test_driver_jvms_map_the_class_data_sharing_archive(spark: SparkSession, sta
     mapped = {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if line.endswith(".jsa")}
     ours = [m for m in mapped if Path(m).parent == ARCHIVE_DIR and Path(m).name.startswith("driver-")]
     assert ours, f"the driver JVM maps no archive of {ARCHIVE_DIR} ({sorted(mapped)}); run 'tidewater setup'"
+
+
+def test_tagged_appends_go_to_the_catalog_tables_log_and_follow_a_drop(spark: SparkSession, stack: TidewaterConfig) -> None:
+    """The stream's appends write by location (no metastore lookup per write): the commit lands in the
+    catalog table's own log with its tag, and once the table is dropped the next append goes by name
+    again (recreating the table in the catalog) instead of writing a table the catalog does not know."""
+    from spark_jobs.io.delta_io import table_log_dir, tagged_append
+
+    name = "bronze.tagged_append_probe"
+    spark.range(3).write.format("delta").saveAsTable(name)
+    location = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0].location
+    log_dir = table_log_dir(spark, name)
+    assert log_dir is not None and location.endswith(str(log_dir.parent))
+    tagged_append(spark.range(3, 5), name, "lineage-x/7")
+    last = spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").collect()[0]
+    assert (last.operation, last.userMetadata) == ("WRITE", "lineage-x/7")
+    assert spark.table(name).count() == 5
+    spark.sql(f"DROP TABLE {name}")
+    assert not log_dir.is_dir() and table_log_dir(spark, name) is None  # a managed table's files go with it
+    tagged_append(spark.range(2), name, "lineage-y/0")
+    assert spark.catalog.tableExists(name) and spark.table(name).count() == 2

@@ -119,3 +119,15 @@ def test_scratch_folders_of_gone_drivers_are_the_stale_ones() -> None:
     names = ["pid-10", "pid-11", "thrift", "pid-x", "notes", "pid-12"]
     assert stale_folders(names, alive={11}) == ["pid-10", "pid-12"]
     assert stale_folders(names, alive={10, 11, 12}) == []
+
+
+@pytest.mark.parametrize(("location", "expected"), [
+    ("file:/tmp/w/bronze.db/t", Path("/tmp/w/bronze.db/t/_delta_log")),
+    ("file:///tmp/w/a%20b", Path("/tmp/w/a b/_delta_log")),
+    ("/tmp/w/t", Path("/tmp/w/t/_delta_log")),
+    ("s3a://bucket/t", None), ("hdfs://nn/t", None), ("", None), (None, None), ("relative/t", None),
+])
+def test_local_log_dir_of_a_table_location(location: str | None, expected: Path | None) -> None:
+    from spark_jobs.io.delta_io import local_log_dir
+
+    assert local_log_dir(location) == expected
