@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks import fill
-from benchmarks.harness import RESULTS, git_facts, machine_facts
+from benchmarks.harness import git_facts, machine_facts, save_json_result
 from lakehouse.config import TidewaterConfig
 
 PIPELINE, EMPTY = "sensor_readings", "lift_rides"
@@ -138,11 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             airflow.stop(cfg)
             job_service.stop(cfg)
             spark.stop()
-    result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-dag_run.json"
-    path.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"dag_run: {path}")
+    path = save_json_result(result, "dag_run")
     try:
         from benchmarks.dag_chart import draw
 

@@ -30,6 +30,16 @@ NAMES = {1: "Speed-layer catch-up throughput", 2: "End-to-end latency", 3: "Batc
          8: "Flat cost as history grows"}
 
 
+def save_json_result(result: dict[str, Any], kind: str) -> Path:
+    """A standalone benchmark's result, stamped with its finish time, as ``results/<time>-<kind>.json``."""
+    result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{kind}.json"
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"{kind}: {path}")
+    return path
+
+
 def machine_facts() -> dict[str, Any]:
     import os
     import platform

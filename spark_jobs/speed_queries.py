@@ -88,7 +88,7 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                .transform(classify(p))
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))
-    sink = StreamBatch(spark, p, version, checkpoint, roles, floors)
+    sink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode)
     warm_up(sink, records.schema, cfg)
     return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())

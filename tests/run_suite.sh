@@ -20,7 +20,7 @@ if [ $# -gt 0 ]; then
 fi
 it=tests/integration
 lane_a=(tests/e2e "$it/test_speed_crash.py" "$it/test_kappa_replay.py" "$it/test_speed_layer.py")
-lane_b=("$it/test_catalog_across_processes.py" "$it/test_flink_peer.py" "$it/test_job_service.py"
+lane_b=("$it/test_catalog_across_processes.py" "$it/test_delta_log_cleanup.py" "$it/test_flink_peer.py" "$it/test_job_service.py"
         "$it/test_kafka_broker.py" "$it/test_kappa_replay_refusal.py" "$it/test_missing_topic_and_java.py"
         "$it/test_quality_suites.py" "$it/test_standalone_cluster.py"
         "$it/test_jdbc.py" "$it/test_batch_incremental.py" "$it/test_random_streams.py"

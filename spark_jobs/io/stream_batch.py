@@ -14,7 +14,8 @@ one job over the cached records answers every count; then two threads write side
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
    committed while the next micro-batch runs (``io.stream_progress_rows``); after each block of
    ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
-   block (``io.partials_table.compact``).
+   block (``io.partials_table.compact``); every 100 micro-batches, the tables' expired Delta log files are
+   deleted beside the next ones (``io.log_cleanup``), so that no commit lists a folder that only grows.
 
 A micro-batch of at most ``execution_mode.INTERPRETED_MAX_RECORDS`` Kafka records (a level stream)
 runs interpreted: its per-batch literals would otherwise make Spark generate and compile new classes
@@ -57,7 +58,10 @@ def cached_form(records: Any) -> Any:
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
-                 floors: dict[str, dict[str, int] | None]) -> None:
+                 floors: dict[str, dict[str, int] | None], mode: str = "lambda") -> None:
+        from lakehouse import contracts
+        from spark_jobs.io.log_cleanup import LogCleanup
+
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
         self.roles, self.floors = roles, floors
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
@@ -67,6 +71,7 @@ class StreamBatch:
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
         self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
         self.progress = ProgressRows(spark, checkpoint)
+        self.log_cleanup = LogCleanup(spark, p.name, contracts.speed_partials(p, version).name, roles, mode)
         recovered = self.progress.recover()  # before the query runs: rows a crash left pending
         if recovered:
             print(f"stream: wrote the pending ops.stream_progress rows of {recovered} micro-batch(es)", flush=True)
@@ -115,6 +120,7 @@ class StreamBatch:
             self.record(batch_id, meta, end, wm, rows, started)  # committed beside the next micro-batch
             if "speed" in self.roles:
                 self.compact(batch_id)
+            self.log_cleanup.maybe_start(batch_id)  # expired log files, beside the next micro-batches
             self.done = set()  # every later micro-batch of this query is new
             print(f"stream: batch {batch_id}: {self.steps.line()}", flush=True)
         finally:

@@ -131,3 +131,17 @@ def test_local_log_dir_of_a_table_location(location: str | None, expected: Path 
     from spark_jobs.io.delta_io import local_log_dir
 
     assert local_log_dir(location) == expected
+
+
+def test_bronze_log_files_are_kept_back_to_the_published_runs_commit() -> None:
+    from datetime import timedelta
+
+    from spark_jobs.io.log_cleanup import BRONZE_MARGIN_SECONDS, KEEP_SECONDS, bronze_keep_after, due
+
+    now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    margin = timedelta(seconds=BRONZE_MARGIN_SECONDS)
+    assert bronze_keep_after(now, "kappa", now - timedelta(days=3)) == now - timedelta(seconds=KEEP_SECONDS)
+    assert bronze_keep_after(now, "lambda", None) == now - margin
+    assert bronze_keep_after(now, "lambda", now - timedelta(days=3)) == now - timedelta(days=3) - margin
+    assert bronze_keep_after(now, "lambda", now + timedelta(hours=1)) == now - margin  # a clock ahead: no later
+    assert [b for b in range(300) if due(b)] == [99, 199, 299]

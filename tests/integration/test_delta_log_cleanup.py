@@ -1,0 +1,74 @@
+"""The stream's Delta log cleanup (``spark_jobs.io.log_cleanup``) on a real Delta table.
+
+A table checkpointed every 10 commits gets 25 appends; the log files of its first 15 versions are
+made three hours old. (in commit order, as real commits are: Delta's cleanup adjusts equal times and then
+deletes nothing). The cleanup with a ten-minute horizon must delete old files, keep every file from
+the latest checkpoint on and every recent one, and leave the table whole and writable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakehouse.config import TidewaterConfig
+
+pytestmark = pytest.mark.integration
+TABLE = "bronze.log_cleanup_probe"
+
+
+def test_expired_log_files_go_and_the_table_stays_whole(spark: SparkSession, stack: TidewaterConfig) -> None:
+    from spark_jobs.io.delta_io import table_log_dir, tagged_append
+    from spark_jobs.io.log_cleanup import clean_expired
+
+    spark.sql(f"CREATE TABLE {TABLE} (id BIGINT) USING delta TBLPROPERTIES ('delta.checkpointInterval' = '10')")
+    for n in range(25):  # versions 1..25; checkpoints at 10 and 20
+        tagged_append(spark.range(n * 10, n * 10 + 10), TABLE, f"probe/{n}")
+    log_dir = table_log_dir(spark, TABLE)
+    assert log_dir is not None
+    old = time.time() - 3 * 3600
+    for f in log_dir.iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) < 15:  # in commit order, as real commits are
+            os.utime(f, (old + int(f.name[:20]), old + int(f.name[:20])))
+    before_names = {f.name for f in log_dir.iterdir()}
+    assert f"{0:020d}.json" in before_names and f"{20:020d}.checkpoint.parquet" in before_names
+
+    before, after = clean_expired(spark, TABLE, datetime.now(UTC) - timedelta(minutes=10))
+
+    names = {f.name for f in log_dir.iterdir()}
+    assert before > after, (before, after, sorted(names))
+    assert f"{0:020d}.json" not in names and f"{9:020d}.json" not in names, sorted(names)
+    assert f"{5:020d}.crc" not in names and f".{5:020d}.json.crc" not in names, sorted(names)  # checksums too
+    kept = {f"{v:020d}.json" for v in range(15, 26)} | {f"{20:020d}.checkpoint.parquet"}
+    assert kept <= names, sorted(kept - names)
+    assert spark.table(TABLE).count() == 250
+    tagged_append(spark.range(250, 260), TABLE, "probe/after")
+    assert spark.table(TABLE).agg({"id": "max"}).collect()[0][0] == 259
+
+
+def test_a_streams_cleanup_run_covers_its_tables_and_reports_them(spark: SparkSession, stack: TidewaterConfig,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """What the speed job runs every 100 micro-batches: its partials table (here the probe table),
+    ``ops.stream_progress``, and with the ingest role quarantine and bronze; tables that do not exist
+    are reported as empty, and a run never raises into the stream."""
+    from lakehouse import contracts
+    from spark_jobs.io.log_cleanup import LogCleanup
+
+    cleanup = LogCleanup(spark, "no_such_pipeline", TABLE, ["ingest", "speed"], "lambda")
+    cleanup.maybe_start(99)
+    assert cleanup.run is not None
+    cleanup.run.join()
+    line = [s for s in capsys.readouterr().out.splitlines() if s.startswith("stream: log cleanup")]
+    assert len(line) == 1 and "failed" not in line[0], line
+    for table in (TABLE, contracts.STREAM_PROGRESS.name, "quarantine.no_such_pipeline", "bronze.no_such_pipeline"):
+        assert f"{table} " in line[0], line
+    previous = cleanup.run
+    cleanup.maybe_start(100)  # not a block's end: nothing new starts
+    assert cleanup.run is previous
