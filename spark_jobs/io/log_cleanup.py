@@ -16,9 +16,10 @@ checkpoint kept), the log files older than:
 
 * ``KEEP_SECONDS`` for the partials table, quarantine and ``ops.stream_progress``: a re-run micro-batch
   reads only its own commits, which are newer than the latest checkpoint or the cleanup;
-* for bronze, the commit of the latest published batch run's bronze version minus ``BRONZE_MARGIN_SECONDS``
-  (lambda mode): the next incremental run reads the Change Data Feed from that version on, and
-  reconciliation reads the version a run staged. With no published run, now minus the margin; in
+* for bronze in lambda mode, the checkpoint that the batch layer's oldest needed version is read from
+  (the latest published run's bronze version: the next incremental run reads the Change Data Feed
+  after it, its reconciliation reads it; else the oldest staged run's) minus ``BRONZE_MARGIN_SECONDS``;
+  nothing when no checkpoint precedes that version; now minus the margin when no run needs one. In
   kappa mode nothing reads bronze by version, and bronze keeps ``KEEP_SECONDS`` like the others.
 
 Time travel on these tables reaches back only that far (``docs/operations.md``).
@@ -39,11 +40,12 @@ def due(batch_id: int) -> bool:
     return batch_id % CLEAN_EVERY == CLEAN_EVERY - 1
 
 
-def bronze_keep_after(now: datetime, mode: str, published_commit: datetime | None) -> datetime:
-    """Bronze log files older than this may go (see the module's text)."""
+def bronze_keep_after(now: datetime, mode: str, anchor: datetime | None) -> datetime:
+    """Bronze log files older than this may go (see the module's text); ``anchor``: when the checkpoint
+    that the protected version is read from was written (None: no version is protected)."""
     if mode == "kappa":
         return now - timedelta(seconds=KEEP_SECONDS)
-    start = published_commit if published_commit is not None and published_commit < now else now
+    start = anchor if anchor is not None and anchor < now else now
     return start - timedelta(seconds=BRONZE_MARGIN_SECONDS)
 
 
@@ -74,24 +76,46 @@ def clean_expired(spark: Any, table: str, keep_after: datetime) -> tuple[int, in
     return before, log_files(log_dir)
 
 
+def protected_bronze_version(runs: list[dict[str, Any]]) -> int | None:
+    """The oldest bronze version the batch layer will still read: the latest published run's (the next
+    incremental run's Change Data Feed starts after it, its reconciliation reads it), else the oldest
+    staged run's; None when no run needs one (pure)."""
+    from spark_jobs import batch_runs
+
+    latest = batch_runs.latest_published(runs)
+    if latest is not None:
+        return int(latest["bronze_version"])
+    staged = [int(r["bronze_version"]) for r in runs if r["status"] == "staged"]
+    return min(staged) if staged else None
+
+
+def checkpoint_before(log_dir: Any, version: int) -> Any:
+    """The newest checkpoint file of ``log_dir`` at or before ``version`` (None: none), which reading
+    that version starts from."""
+    found = [(int(f.name[:20]), f) for f in log_dir.glob("*.checkpoint*.parquet") if f.name[:20].isdigit()]
+    older = [pair for pair in found if pair[0] <= version]
+    return max(older, key=lambda pair: pair[0])[1] if older else None
+
+
 def bronze_cutoff(spark: Any, pipeline: str, mode: str, now: datetime) -> datetime | None:
-    """``bronze_keep_after`` for the pipeline, or None when bronze must not be cleaned: a published
-    run whose bronze commit is no longer in the log (what the next incremental run needs cannot be
-    told, so nothing more goes)."""
+    """``bronze_keep_after`` for the pipeline, anchored at the checkpoint the protected version is read
+    from; None when bronze must not be cleaned (no checkpoint at or before that version: only the
+    whole log rebuilds it)."""
     from lakehouse import naming
     from spark_jobs import batch_runs
     from spark_jobs.io.delta_io import table_log_dir
 
     if mode == "kappa":
         return bronze_keep_after(now, mode, None)
-    latest = batch_runs.latest_published(batch_runs.runs(spark, pipeline)) if spark.catalog.tableExists(batch_runs.TABLE) else None
-    if latest is None:
+    runs = batch_runs.runs(spark, pipeline) if spark.catalog.tableExists(batch_runs.TABLE) else []
+    version = protected_bronze_version(runs)
+    if version is None:
         return bronze_keep_after(now, mode, None)
     log_dir = table_log_dir(spark, naming.table("bronze", pipeline))
-    commit = None if log_dir is None else log_dir / f"{int(latest['bronze_version']):020d}.json"
-    if commit is None or not commit.exists():
+    checkpoint = None if log_dir is None else checkpoint_before(log_dir, version)
+    if checkpoint is None:
         return None
-    return bronze_keep_after(now, mode, datetime.fromtimestamp(commit.stat().st_mtime, UTC))
+    return bronze_keep_after(now, mode, datetime.fromtimestamp(checkpoint.stat().st_mtime, UTC))
 
 
 class LogCleanup:
@@ -123,7 +147,7 @@ class LogCleanup:
             done = []
             for table, keep_after in tables.items():
                 if keep_after is None:
-                    done.append(f"{table} kept (its published run's commit is not in the log)")
+                    done.append(f"{table} kept (no checkpoint precedes the version the batch layer reads)")
                     continue
                 before, after = clean_expired(self.spark, table, keep_after)
                 done.append(f"{table} {before} -> {after}")

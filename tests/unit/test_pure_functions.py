@@ -145,3 +145,21 @@ def test_bronze_log_files_are_kept_back_to_the_published_runs_commit() -> None:
     assert bronze_keep_after(now, "lambda", now - timedelta(days=3)) == now - timedelta(days=3) - margin
     assert bronze_keep_after(now, "lambda", now + timedelta(hours=1)) == now - margin  # a clock ahead: no later
     assert [b for b in range(300) if due(b)] == [99, 199, 299]
+
+
+def test_the_batch_layers_oldest_needed_bronze_version_and_its_checkpoint(tmp_path: Path) -> None:
+    from spark_jobs.io.log_cleanup import checkpoint_before, protected_bronze_version
+
+    def run(status: str, version: int, at: int) -> dict[str, object]:
+        return {"status": status, "bronze_version": version, "published_at": datetime(2026, 11, 28, at, tzinfo=UTC)}
+
+    assert protected_bronze_version([]) is None
+    assert protected_bronze_version([run("failed", 3, 1)]) is None
+    assert protected_bronze_version([run("staged", 40, 1), run("staged", 30, 2)]) == 30
+    assert protected_bronze_version([run("published", 20, 1), run("published", 25, 2), run("staged", 30, 3)]) == 25
+    for name in ("00000000000000000100.checkpoint.parquet", "00000000000000000200.checkpoint.parquet",
+                 "00000000000000000150.json", "_last_checkpoint"):
+        (tmp_path / name).touch()
+    assert checkpoint_before(tmp_path, 99) is None
+    assert checkpoint_before(tmp_path, 199).name == "00000000000000000100.checkpoint.parquet"
+    assert checkpoint_before(tmp_path, 200).name == "00000000000000000200.checkpoint.parquet"
