@@ -1,7 +1,7 @@
 """Expired Delta log files of a running stream's tables, deleted as the stream goes.
 
-Each micro-batch commits to bronze, quarantine (when it has unusable records), the partials table and
-``ops.stream_progress``, and each commit leaves a JSON and a ``.crc`` file in the table's
+Each micro-batch commits to bronze, quarantine (when it has unusable records), the partials table (a
+session pipeline: its speed table) and ``ops.stream_progress``, and each commit leaves a JSON and a ``.crc`` file in the table's
 ``_delta_log``. Before every commit Delta lists that folder, and on a local or HDFS-like file system
 it lists ALL of it (``HadoopFileSystemLogStore.listFrom``). Delta itself deletes log files only after
 a checkpoint and only those older than ``delta.logRetentionDuration`` (30 days unless set) truncated to
@@ -14,8 +14,9 @@ before the latest checkpoint can go sooner) a thread deletes, by Delta's own rul
 (``MetadataCleanup.cleanUpExpiredLogs``: complete checkpoints kept, versions after the latest
 checkpoint kept), the log files older than:
 
-* ``KEEP_SECONDS`` for the partials table, quarantine and ``ops.stream_progress``: a re-run micro-batch
-  reads only its own commits, which are newer than the latest checkpoint or the cleanup;
+* ``KEEP_SECONDS`` for the partials table, a session pipeline's speed table, quarantine and
+  ``ops.stream_progress``: a re-run micro-batch reads only its own commits (or none), which are newer
+  than the latest checkpoint or the cleanup;
 * for bronze in lambda mode, the checkpoint that the batch layer's oldest needed version is read from
   (the latest published run's bronze version: the next incremental run reads the Change Data Feed
   after it, its reconciliation reads it; else the oldest staged run's) minus ``BRONZE_MARGIN_SECONDS``;
@@ -118,13 +119,25 @@ def bronze_cutoff(spark: Any, pipeline: str, mode: str, now: datetime) -> dateti
     return bronze_keep_after(now, mode, datetime.fromtimestamp(checkpoint.stat().st_mtime, UTC))
 
 
+def stream_tables(pipeline: str, roles: list[str], own: str | None) -> list[str]:
+    """The tables one streaming query commits to, whose logs its cleanup runs cover (pure): ``own``
+    (the partials table of a stateless stream, the speed table of a session pipeline's speed query)
+    with ``ops.stream_progress``, and with the ingest role quarantine and bronze."""
+    from lakehouse import contracts, naming
+
+    tables = [own, contracts.STREAM_PROGRESS.name] if own is not None else []
+    if "ingest" in roles:
+        tables += [naming.table("quarantine", pipeline), naming.table("bronze", pipeline)]
+    return tables
+
+
 class LogCleanup:
-    """A stream's cleanups: every ``CLEAN_EVERY`` micro-batches one run over its tables, on a thread of
+    """A stream's cleanups: every ``CLEAN_EVERY`` micro-batches one run over ``tables``, on a thread of
     its own in the background pool, never two at once. A failed run is printed and the stream goes on:
     the log folders are then only as large as Delta alone would leave them."""
 
-    def __init__(self, spark: Any, pipeline: str, partials: str, roles: list[str], mode: str) -> None:
-        self.spark, self.pipeline, self.partials, self.roles, self.mode = spark, pipeline, partials, roles, mode
+    def __init__(self, spark: Any, pipeline: str, tables: list[str], mode: str) -> None:
+        self.spark, self.pipeline, self.tables, self.mode = spark, pipeline, tables, mode
         self.run: Any = None
 
     def maybe_start(self, batch_id: int) -> None:
@@ -135,17 +148,15 @@ class LogCleanup:
         self.run = Background(self.clean, pool=BACKGROUND_POOL)
 
     def clean(self) -> None:
-        from lakehouse import contracts, naming
+        from lakehouse import naming
 
         now = datetime.now(UTC)
-        short = now - timedelta(seconds=KEEP_SECONDS)
-        tables: dict[str, datetime | None] = {self.partials: short, contracts.STREAM_PROGRESS.name: short}
+        bronze = naming.table("bronze", self.pipeline)
         try:
-            if "ingest" in self.roles:
-                tables[naming.table("quarantine", self.pipeline)] = short
-                tables[naming.table("bronze", self.pipeline)] = bronze_cutoff(self.spark, self.pipeline, self.mode, now)
             done = []
-            for table, keep_after in tables.items():
+            for table in self.tables:
+                keep_after = (bronze_cutoff(self.spark, self.pipeline, self.mode, now) if table == bronze
+                              else now - timedelta(seconds=KEEP_SECONDS))
                 if keep_after is None:
                     done.append(f"{table} kept (no checkpoint precedes the version the batch layer reads)")
                     continue

@@ -4,6 +4,9 @@
   idempotent append (``txnAppId`` tied to the query version, ``txnVersion`` = micro-batch id).
 * ``SpeedMerge``: windowed results -> MERGE into ``speed.<p>[__vN]`` on the grain (absolute values,
   newer ``batch_id`` wins), then ``is_final`` for windows the watermark has passed.
+
+Each deletes its tables' expired Delta log files every ``log_cleanup.CLEAN_EVERY`` micro-batches, as the
+stateless stream does (``io.log_cleanup``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,12 @@ from lakehouse.utc import sql_timestamp as _ts
 class SpeedMerge:
     """foreachBatch sink of the ``speed`` query: MERGE windows, then mark finalized ones."""
 
-    def __init__(self, spark: Any, p: Pipeline, table: str) -> None:
+    def __init__(self, spark: Any, p: Pipeline, table: str, mode: str) -> None:
+        from lakehouse.contracts import STREAM_PROGRESS
+        from spark_jobs.io.log_cleanup import LogCleanup
+
         self.spark, self.p, self.table = spark, p, table
+        self.log_cleanup = LogCleanup(spark, p.name, [table, STREAM_PROGRESS.name], mode)
         self.append_mode = p.window.type == "session"
         row = spark.sql(f"SELECT max(max_event_time) AS m FROM {table}").collect()[0]
         self.max_event_time = row["m"]
@@ -47,6 +54,7 @@ class SpeedMerge:
         finally:
             df.unpersist()
         self.finalize()
+        self.log_cleanup.maybe_start(batch_id)
 
     def watermark_expr(self, event_time: Any = None, delays: int = 1) -> str | None:
         """The watermark (max event time - delay) as SQL; ``delays=2`` gives a safety margin below it."""
@@ -67,7 +75,7 @@ class SpeedMerge:
         self.finalized_upto = self.max_event_time
 
 
-def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None]) -> Any:
+def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None], mode: str) -> Any:
     """foreachBatch sink of the ``ingest`` query: quarantine, then bronze, each exactly once from its
     floor (``lineage.ingest_floors``: the order is what a new lineage's floors rely on)."""
     from spark_jobs.io import lineage
@@ -75,11 +83,15 @@ def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int
     from spark_jobs.transforms.parse import quarantined, valid_events
 
     apps: dict[str, str] = {}
+    cleanups: list[Any] = []
 
     def _write(df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
         if not apps:  # the checkpoint's metadata exists once the query runs
+            from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
+
+            cleanups.append(LogCleanup(df.sparkSession, p.name, stream_tables(p.name, ["ingest"], None), mode))
             qid = lineage.query_id(checkpoint)
             apps.update(bronze=naming.txn_app_id(p.name, "bronze", qid),
                         quarantine=naming.txn_app_id(p.name, "quarantine", qid))
@@ -91,5 +103,6 @@ def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int
             idempotent_append(bronze, naming.table("bronze", p.name), apps["bronze"], batch_id)
         finally:
             df.unpersist()
+        cleanups[0].maybe_start(batch_id)
 
     return _write

@@ -59,9 +59,9 @@ def test_a_streams_cleanup_run_covers_its_tables_and_reports_them(spark: SparkSe
     ``ops.stream_progress``, and with the ingest role quarantine and bronze; tables that do not exist
     are reported as empty, and a run never raises into the stream."""
     from lakehouse import contracts
-    from spark_jobs.io.log_cleanup import LogCleanup
+    from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
-    cleanup = LogCleanup(spark, "no_such_pipeline", TABLE, ["ingest", "speed"], "lambda")
+    cleanup = LogCleanup(spark, "no_such_pipeline", stream_tables("no_such_pipeline", ["ingest", "speed"], TABLE), "lambda")
     cleanup.maybe_start(99)
     assert cleanup.run is not None
     cleanup.run.join()

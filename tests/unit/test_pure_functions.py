@@ -147,6 +147,19 @@ def test_bronze_log_files_are_kept_back_to_the_published_runs_commit() -> None:
     assert [b for b in range(300) if due(b)] == [99, 199, 299]
 
 
+def test_every_streaming_query_cleans_the_logs_of_the_tables_it_commits_to() -> None:
+    from lakehouse.contracts import STREAM_PROGRESS
+    from spark_jobs.io.log_cleanup import stream_tables
+
+    progress = STREAM_PROGRESS.name
+    # the stateless stream of a lambda job, and of a Kappa replay (speed role only)
+    assert stream_tables("p", ["ingest", "speed"], "partials.p") == ["partials.p", progress, "quarantine.p", "bronze.p"]
+    assert stream_tables("p", ["speed"], "partials.p__v2") == ["partials.p__v2", progress]
+    # a session pipeline's two queries: ingest (no table of its own), speed (its speed table)
+    assert stream_tables("p", ["ingest"], None) == ["quarantine.p", "bronze.p"]
+    assert stream_tables("p", ["speed"], "speed.p") == ["speed.p", progress]
+
+
 def test_the_batch_layers_oldest_needed_bronze_version_and_its_checkpoint(tmp_path: Path) -> None:
     from spark_jobs.io.log_cleanup import checkpoint_before, protected_bronze_version
 
