@@ -41,7 +41,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                       .transform(classify(p)))
         queries["ingest"] = (
             classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
-            .foreachBatch(ingest_writer(p, checkpoint, floors))
+            .foreachBatch(ingest_writer(p, checkpoint, floors, cfg.mode))
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -54,7 +54,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                    .transform(windowed_aggregate(p, streaming=True)))
         queries["speed"] = (
             windows.writeStream.queryName(f"{p.name}_speed_v{version}")
-            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table))
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table, cfg.mode))
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -84,7 +84,8 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
     roles: list[str] = [r for r in ("ingest", "speed") if r in which]
     checkpoint = naming.checkpoint_dir(cfg, p.name, STREAM if "ingest" in roles else "speed", version)
     floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles)
-    records = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
+    unstamped = F.lit(None).cast("timestamp")  # the sink stamps each micro-batch's time (cached_form)
+    records = (with_kafka_metadata(read_stream(spark, cfg, p.topic, start or starting_offsets), unstamped)
                .transform(classify(p))
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))

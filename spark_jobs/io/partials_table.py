@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,14 @@ def _rows(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int,
     from pyspark.sql import functions as F
 
     from lakehouse import contracts
+    from spark_jobs.io import batch_values
 
-    rows = partials.select("*", F.current_timestamp().alias("updated_at"), F.lit(batch_id).cast("bigint").alias("batch_id"),
-                           F.lit(watermark).cast("timestamp").alias("watermark"), F.lit(lineage).alias("lineage"),
+    spark = partials.sparkSession
+    # the micro-batch's own values outside the generated code (io.batch_values); the slot, a partition
+    # value, stays a literal: it changes once per block and its few values repeat (Spark's code cache)
+    rows = partials.select("*", batch_values.timestamp(spark, datetime.now(UTC)).alias("updated_at"),
+                           batch_values.whole_number(spark, batch_id).alias("batch_id"),
+                           batch_values.timestamp(spark, watermark).alias("watermark"), F.lit(lineage).alias("lineage"),
                            F.lit(False).alias("compacted"), F.lit(slot_of(batch_id)).alias("slot"))
     return rows.select(*contracts.speed_partials(p, version).column_names)
 

@@ -41,12 +41,15 @@ class RecentArrivals:
 
         from pyspark.sql import functions as F
 
+        from spark_jobs.io import batch_values
+
         if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))
             self.start_from(bronze.select(*self.columns), since)
         frames = [frame for frame, _ in self.chunks]  # a union of equally partitioned frames keeps it
-        return reduce(lambda a, b: a.unionByName(b), frames).where(F.col("event_time") >= F.lit(since))
+        union = reduce(lambda a, b: a.unionByName(b), frames)  # in memory: no file skipping to lose
+        return union.where(F.col("event_time") >= batch_values.timestamp(self.spark, since))
 
     def start_from(self, arrivals: Any, since: datetime) -> None:
         """The history becomes ``arrivals`` (every valid event at or after ``since``; ``columns``)."""
@@ -57,11 +60,14 @@ class RecentArrivals:
         whose events are all before ``keep_since`` leave it."""
         from pyspark.sql import functions as F
 
+        from spark_jobs.io import batch_values
+
         if not self.chunks or self.since is None:
             return
         keep = max(keep_since, self.since)
         self.chunks = [(f, hi) for f, hi in self.chunks if hi is None or hi >= keep]
-        self.chunks.append((self._keyed(events.select(*self.columns).where(F.col("event_time") >= F.lit(keep))), latest))
+        kept = events.select(*self.columns).where(F.col("event_time") >= batch_values.timestamp(self.spark, keep))
+        self.chunks.append((self._keyed(kept), latest))
         self.since = keep
         if len(self.chunks) >= MERGE_AT:
             known = [hi for _, hi in self.chunks]

@@ -47,20 +47,25 @@ from spark_jobs.step_timer import Steps
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 
 
-def cached_form(records: Any) -> Any:
-    """A micro-batch's records as the sink caches them: without the watermark column, and with the raw
-    text only where quarantine needs it (a smaller cache for every later step)."""
+def cached_form(records: Any, batch_time: datetime) -> Any:
+    """A micro-batch's records as the sink caches them: without the watermark column, with the raw
+    text only where quarantine needs it (a smaller cache for every later step), and ``ingest_time`` =
+    ``batch_time`` (the micro-batch's time in its offset-log entry: the same in a re-run), as a column
+    that Spark's generated code does not compile in (``io.batch_values``)."""
     from pyspark.sql import functions as F
 
-    return records.drop(WATERMARK_COLUMN).withColumn(
-        "raw_value", F.when(F.col("reason_code").isNotNull(), F.col("raw_value")))
+    from spark_jobs.io import batch_values
+
+    stamped = {"ingest_time": batch_values.timestamp(records.sparkSession, batch_time).alias("ingest_time"),
+               "raw_value": F.when(F.col("reason_code").isNotNull(), F.col("raw_value")).alias("raw_value")}
+    return records.select(*(stamped.get(c, F.col(c)) for c in records.columns if c != WATERMARK_COLUMN))
 
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
                  floors: dict[str, dict[str, int] | None], mode: str = "lambda") -> None:
         from lakehouse import contracts
-        from spark_jobs.io.log_cleanup import LogCleanup
+        from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
         self.roles, self.floors = roles, floors
@@ -70,11 +75,21 @@ class StreamBatch:
 
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
         self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
+        self.compiled = 0  # Spark's generated-code compilations at the previous micro-batch's end
         self.progress = ProgressRows(spark, checkpoint)
-        self.log_cleanup = LogCleanup(spark, p.name, contracts.speed_partials(p, version).name, roles, mode)
+        self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, roles, contracts.speed_partials(p, version).name), mode)
         recovered = self.progress.recover()  # before the query runs: rows a crash left pending
         if recovered:
             print(f"stream: wrote the pending ops.stream_progress rows of {recovered} micro-batch(es)", flush=True)
+
+    def compiled_since(self) -> int:
+        """Classes Spark compiled from generated code since the previous micro-batch's line (0 once the
+        micro-batch's plans are cached: ``io.batch_values``)."""
+        from spark_jobs.io.batch_values import compilations
+
+        now = compilations(self.spark)
+        since, self.compiled = now - self.compiled, now
+        return since
 
     def tag(self, batch_id: int) -> str:
         return f"{self.qid}/{batch_id}"
@@ -91,7 +106,7 @@ class StreamBatch:
         self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None
-        df = cached_form(df).persist()
+        df = cached_form(df, datetime.fromtimestamp(int(meta["batchTimestampMs"]) / 1000, UTC)).persist()
         try:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
             self.steps.done("parse")
@@ -122,7 +137,7 @@ class StreamBatch:
                 self.compact(batch_id)
             self.log_cleanup.maybe_start(batch_id)  # expired log files, beside the next micro-batches
             self.done = set()  # every later micro-batch of this query is new
-            print(f"stream: batch {batch_id}: {self.steps.line()}", flush=True)
+            print(f"stream: batch {batch_id}: {self.steps.line()}, {self.compiled_since()} classes compiled", flush=True)
         finally:
             df.unpersist()
 
@@ -136,14 +151,22 @@ class StreamBatch:
         ingest, quarantine, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "quarantine", "speed"))
         valid = F.col("reason_code").isNull()
         unusable = ingest & quarantine & ~valid  # the ones quarantine does not hold yet
-        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
+        late_if = F.col("_late")  # projected first: Spark keeps a non-deterministic value out of aggregates
         at = F.struct("kafka_partition", "kafka_offset")
-        return df.agg(F.count_if(ingest).alias("n_ingest"), F.count_if(unusable).alias("bad"),
+        return df.withColumn("_late", self.late(wm)).agg(F.count_if(ingest).alias("n_ingest"), F.count_if(unusable).alias("bad"),
                       F.first(F.when(ingest & valid, at), ignorenulls=True).alias("valid_at"),
                       F.first(F.when(unusable, at), ignorenulls=True).alias("bad_at"),
                       F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late_if).alias("late"),
                       F.min(F.when(speed & valid & ~late_if, F.col("event_time"))).alias("lo"),
                       F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
+
+    def late(self, wm: datetime | None) -> Any:
+        """True for an event behind the watermark ``wm`` (outside the generated code: ``io.batch_values``)."""
+        from pyspark.sql import functions as F
+
+        from spark_jobs.io import batch_values
+
+        return F.col("event_time") < batch_values.timestamp(self.spark, wm) if wm is not None else F.lit(False)
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
         """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).
@@ -186,13 +209,11 @@ class StreamBatch:
     def speed_partials(self, records: Any, wm: datetime | None, lo: datetime) -> Any:
         """The per-window partials of the micro-batch's on-time first copies (``lo``: its earliest
         on-time event; the dedup history reaches back one watermark delay before it)."""
-        from pyspark.sql import functions as F
 
         from spark_jobs.transforms.parse import valid_events
         from spark_jobs.transforms.partials import first_copies, partial_aggregate
 
-        late_if = F.col("event_time") < F.lit(wm) if wm is not None else F.lit(False)
-        on_time = valid_events(records).where(~late_if)
+        on_time = valid_events(records).where(~self.late(wm))
         # the micro-batch is part of the history: first_copies compares its copies with each other too
         arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
         since = lo - timedelta(seconds=self.p.watermark_seconds)

@@ -85,7 +85,7 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
         return []
     seconds = []
     execution_mode.use_for(sink.spark, count)
-    df = cached_form(records).persist()
+    df = cached_form(records, datetime.now(UTC)).persist()
     try:
         for _ in range(cfg.spark.warm_up_record_rounds):
             started = time.monotonic()

@@ -30,8 +30,10 @@ QUARANTINE_COLUMNS = (
 )
 
 
-def with_kafka_metadata(df: DataFrame) -> DataFrame:
-    """Rename the Kafka source columns to the bronze/quarantine names and stamp ingest time."""
+def with_kafka_metadata(df: DataFrame, ingest_time: Column | None = None) -> DataFrame:
+    """Rename the Kafka source columns to the bronze/quarantine names and stamp ingest time
+    (``ingest_time``; None: ``current_timestamp()``, which a streaming micro-batch's plan turns into a
+    literal of its own time, compiled into its generated code: see ``io.batch_values``)."""
     from pyspark.sql import functions as F
 
     return df.select(
@@ -40,7 +42,7 @@ def with_kafka_metadata(df: DataFrame) -> DataFrame:
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        F.current_timestamp().alias("ingest_time"),
+        (F.current_timestamp() if ingest_time is None else ingest_time).alias("ingest_time"),
     )
 
 
