@@ -22,7 +22,10 @@ from typing import Any
 
 
 def timestamp(spark: Any, at: datetime) -> Any:
-    """``at`` (to the millisecond) as a TIMESTAMP column outside the generated code."""
+    """``at`` (to the millisecond; timezone-aware, since a naive datetime would be read in the host's
+    zone) as a TIMESTAMP column outside the generated code."""
+    if at.tzinfo is None:
+        raise ValueError(f"batch_values.timestamp takes a timezone-aware datetime, not the naive {at}: use lakehouse.utc.as_utc")
     return _millis(spark, int(at.timestamp() * 1000), "TimestampType")
 
 

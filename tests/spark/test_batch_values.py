@@ -60,6 +60,8 @@ def test_batch_values_are_exact_and_compile_once(spark: SparkSession) -> None:
     assert with_literals >= 2, with_literals  # the check can fail: each literal micro-batch compiles again
 
 
-def test_whole_number_refuses_a_negative_value(spark: SparkSession) -> None:
+def test_a_negative_number_or_a_naive_time_is_refused(spark: SparkSession) -> None:
     with pytest.raises(ValueError, match="n >= 0"):
         batch_values.whole_number(spark, -1)
+    with pytest.raises(ValueError, match="timezone-aware"):  # read in the host's zone, it would shift
+        batch_values.timestamp(spark, datetime(2026, 1, 1, 8, 0))
