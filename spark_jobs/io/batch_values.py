@@ -26,7 +26,7 @@ def timestamp(spark: Any, at: datetime) -> Any:
     zone) as a TIMESTAMP column outside the generated code."""
     if at.tzinfo is None:
         raise ValueError(f"batch_values.timestamp takes a timezone-aware datetime, not the naive {at}: use lakehouse.utc.as_utc")
-    return _millis(spark, int(at.timestamp() * 1000), "TimestampType")
+    return _millis(spark, int(at.timestamp() * 1000))
 
 
 def whole_number(spark: Any, n: int) -> Any:
@@ -35,14 +35,15 @@ def whole_number(spark: Any, n: int) -> Any:
 
     if n < 0:
         raise ValueError(f"batch_values.whole_number takes n >= 0, not {n}")
-    return F.unix_millis(_millis(spark, n, "TimestampType"))
+    return F.unix_millis(_millis(spark, n))
 
 
-def _millis(spark: Any, ms: int, type_name: str) -> Any:
+def _millis(spark: Any, ms: int) -> Any:
+    """A TIMESTAMP column of ``ms`` milliseconds after the epoch, held in a ``CurrentBatchTimestamp``."""
     from pyspark.sql import Column
 
     jvm = spark._jvm
-    data_type = getattr(getattr(jvm.org.apache.spark.sql.types, f"{type_name}$"), "MODULE$")
+    data_type = getattr(getattr(jvm.org.apache.spark.sql.types, "TimestampType$"), "MODULE$")
     expression = jvm.org.apache.spark.sql.catalyst.expressions.CurrentBatchTimestamp(ms, data_type, jvm.scala.Some("UTC"))
     return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(expression))
 

@@ -23,11 +23,10 @@ class SpeedMerge:
     """foreachBatch sink of the ``speed`` query: MERGE windows, then mark finalized ones."""
 
     def __init__(self, spark: Any, p: Pipeline, table: str, mode: str) -> None:
-        from lakehouse.contracts import STREAM_PROGRESS
-        from spark_jobs.io.log_cleanup import LogCleanup
+        from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
         self.spark, self.p, self.table = spark, p, table
-        self.log_cleanup = LogCleanup(spark, p.name, [table, STREAM_PROGRESS.name], mode)
+        self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, ["speed"], table), mode)
         self.append_mode = p.window.type == "session"
         row = spark.sql(f"SELECT max(max_event_time) AS m FROM {table}").collect()[0]
         self.max_event_time = row["m"]
