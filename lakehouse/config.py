@@ -28,6 +28,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_SPEED_NICE": "spark.speed_nice",
     "TIDEWATER_WARM_UP_PLAN_ROUNDS": "spark.warm_up_plan_rounds",
     "TIDEWATER_WARM_UP_RECORD_ROUNDS": "spark.warm_up_record_rounds",
+    "TIDEWATER_INTERPRETED_MAX_RECORDS": "spark.interpreted_max_records",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",
@@ -97,6 +98,9 @@ class SparkConfig:
     # rows (plans, write path), then rounds on the topic's latest records (Kafka read, parse, partials)
     warm_up_plan_rounds: int = 4
     warm_up_record_rounds: int = 3
+    # a speed micro-batch of at most this many Kafka records runs interpreted, a bigger one Spark's
+    # generated code (spark_jobs/io/execution_mode.py); 0: always generated code
+    interpreted_max_records: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,9 @@ def _validate(cfg: TidewaterConfig) -> None:
     for key in ("warm_up_plan_rounds", "warm_up_record_rounds"):
         if not 0 <= getattr(cfg.spark, key) <= 10:
             raise ConfigError(f"spark.{key}", getattr(cfg.spark, key), "an integer from 0 (no warm-up) to 10")
+    if not 0 <= cfg.spark.interpreted_max_records <= 1_000_000:
+        raise ConfigError("spark.interpreted_max_records", cfg.spark.interpreted_max_records,
+                          "an integer from 0 (always Spark's generated code) to 1000000")
     if not 0 <= cfg.thrift.max_staleness_seconds <= 60:
         raise ConfigError("thrift.max_staleness_seconds", cfg.thrift.max_staleness_seconds,
                           "an integer from 0 (every JDBC query reads the newest commit) to 60")

@@ -89,7 +89,8 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                .transform(classify(p))
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))
-    sink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode)
+    sink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode,
+                       interpreted_max_records=cfg.spark.interpreted_max_records)
     warm_up(sink, records.schema, cfg)
     return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())

@@ -26,8 +26,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-INTERPRETED_MAX_RECORDS = 10_000  # a micro-batch of up to this many Kafka records runs interpreted
-
 
 def planned_records(checkpoint: Path, batch_id: int, end: dict[str, Any]) -> int | None:
     """Kafka records in micro-batch ``batch_id``, whose source offsets ``end`` the caller read from its
@@ -51,9 +49,10 @@ def records_between(start: dict[str, Any], end: dict[str, Any]) -> int:
     return total
 
 
-def use_for(spark: Any, records: int | None) -> bool:
-    """Set the session's execution for a micro-batch of ``records``; True = interpreted."""
-    interpreted = records is not None and records <= INTERPRETED_MAX_RECORDS
+def use_for(spark: Any, records: int | None, interpreted_max_records: int) -> bool:
+    """Set the session's execution for a micro-batch of ``records`` (``interpreted_max_records``: the
+    setting ``spark.interpreted_max_records``); True = interpreted."""
+    interpreted = records is not None and records <= interpreted_max_records
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if interpreted else "true")
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if interpreted else "FALLBACK")
     return interpreted

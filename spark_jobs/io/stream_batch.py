@@ -17,7 +17,7 @@ one job over the cached records answers every count; then two threads write side
    block (``io.partials_table.compact``); every 100 micro-batches, the tables' expired Delta log files are
    deleted beside the next ones (``io.log_cleanup``), so that no commit lists a folder that only grows.
 
-A micro-batch of at most ``execution_mode.INTERPRETED_MAX_RECORDS`` Kafka records (a level stream)
+A micro-batch of at most ``spark.interpreted_max_records`` Kafka records (a level stream)
 runs interpreted: its per-batch literals would otherwise make Spark generate and compile new classes
 each time (``io.execution_mode``).
 
@@ -63,12 +63,14 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
-                 floors: dict[str, dict[str, int] | None], mode: str = "lambda") -> None:
+                 floors: dict[str, dict[str, int] | None], mode: str = "lambda",
+                 interpreted_max_records: int = 0) -> None:
         from lakehouse import contracts
         from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
         self.roles, self.floors = roles, floors
+        self.interpreted_max_records = interpreted_max_records  # spark.interpreted_max_records
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
         self.done: set[str] | None = None  # None until the query's first micro-batch ran
         from spark_jobs.io.lineage import uncommitted_batch
@@ -102,7 +104,8 @@ class StreamBatch:
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
-        interpreted = execution_mode.use_for(df.sparkSession, execution_mode.planned_records(self.checkpoint, batch_id, end))
+        records = execution_mode.planned_records(self.checkpoint, batch_id, end)
+        interpreted = execution_mode.use_for(df.sparkSession, records, self.interpreted_max_records)
         self.steps.done("interpreted" if interpreted else "generated code")
         wm_ms = int(meta.get("batchWatermarkMs") or 0)
         wm = datetime.fromtimestamp(wm_ms / 1000, UTC) if wm_ms > 0 else None

@@ -8,14 +8,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from lakehouse.config import SparkConfig
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.io.execution_mode import INTERPRETED_MAX_RECORDS, use_for
+from spark_jobs.io.execution_mode import use_for
 from spark_jobs.transforms.partials import partial_aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
+LIMIT = SparkConfig().interpreted_max_records  # the default of spark.interpreted_max_records
 T0 = datetime(2026, 1, 1, 8, 0)
 
 
@@ -37,15 +39,15 @@ def test_small_micro_batches_run_interpreted_with_the_same_results(spark: SparkS
         return events.where(F.col("event_time") >= F.lit(T0 + timedelta(seconds=30))).transform(partial_aggregate(p))
 
     try:
-        assert use_for(spark, INTERPRETED_MAX_RECORDS) is True
+        assert use_for(spark, LIMIT, LIMIT) is True
         interpreted = partials()
         slow = sorted(map(tuple, interpreted.collect()))
         assert _generated_stages(interpreted) == 0
-        assert use_for(spark, INTERPRETED_MAX_RECORDS + 1) is False
+        assert use_for(spark, LIMIT + 1, LIMIT) is False
         generated = partials()
         assert sorted(map(tuple, generated.collect())) == slow
         assert _generated_stages(generated) > 0
         assert len(slow) >= 3  # not vacuous: windows of three sensors
-        assert use_for(spark, None) is False  # unknown size: generated code
+        assert use_for(spark, None, LIMIT) is False  # unknown size: generated code
     finally:
-        use_for(spark, None)
+        use_for(spark, None, LIMIT)

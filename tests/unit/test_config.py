@@ -114,6 +114,8 @@ def test_a_collector_chosen_in_jvm_options_replaces_the_brokers_own(tmp_path: Pa
         ("kafka: {brokers: 3, port: 9000, controller_port: 9002}\n", {},
          "'kafka.controller_port' is 9002; expected a port whose series (+2 per broker) misses the broker ports 9000, 9002, 9004"),
         ("kafka: {brokers: 3, port: 65533}\n", {}, "'kafka.port' is 65533; expected a port low enough for 3 brokers"),
+        ("{}", {"TIDEWATER_INTERPRETED_MAX_RECORDS": "-1"},
+         "'spark.interpreted_max_records' is -1; expected an integer from 0 (always Spark's generated code) to 1000000"),
         ("{}", {"TIDEWATER_AIRFLOW_ACTIVE_DAGS": "speed,supervisor"},
          "'airflow.active_dags' is 'speed,supervisor'; expected comma-separated DAG names out of speed, batch"),
     ],

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.io.execution_mode import INTERPRETED_MAX_RECORDS, planned_records, records_between
+from lakehouse.config import SparkConfig
+from spark_jobs.io.execution_mode import planned_records, records_between
 
 pytestmark = pytest.mark.unit
 
@@ -39,4 +40,4 @@ def test_planned_records_reads_the_offset_log_of_this_and_the_previous_micro_bat
 
 def test_the_threshold_covers_a_level_1000_per_second_stream_only() -> None:
     # 1,000 events/s at 1-3 s micro-batches: interpreted; 10,000 events/s (25-35K records): generated code
-    assert 3_000 <= INTERPRETED_MAX_RECORDS < 25_000
+    assert 3_000 <= SparkConfig().interpreted_max_records < 25_000
