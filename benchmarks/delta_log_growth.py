@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                               "table_properties": dict(STREAMED)}
     with isolated_stack() as cfg:
         spark = get_spark(cfg, "tidewater-bench-delta-log")
-        execution_mode.use_for(spark, 500)  # as a level micro-batch runs
+        execution_mode.use_for(spark, 500, cfg.spark.interpreted_max_records)  # as a level micro-batch runs
         table = "bronze.delta_log_growth"
         props = ", ".join(f"'{k}' = '{v}'" for k, v in STREAMED)
         spark.sql(f"CREATE TABLE {table} (id BIGINT, v DOUBLE) USING delta TBLPROPERTIES ({props})")

@@ -84,7 +84,7 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
     if records is None:
         return []
     seconds = []
-    execution_mode.use_for(sink.spark, count)
+    execution_mode.use_for(sink.spark, count, sink.interpreted_max_records)
     df = cached_form(records, datetime.now(UTC)).persist()
     try:
         for _ in range(cfg.spark.warm_up_record_rounds):

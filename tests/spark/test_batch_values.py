@@ -33,7 +33,7 @@ def test_batch_values_are_exact_and_compile_once(spark: SparkSession) -> None:
     rows = [(f"s{i % 3}", T0 + timedelta(seconds=7 * i)) for i in range(300)]
     events = spark.createDataFrame(rows, "sensor_id string, event_time timestamp").cache()
     events.count()
-    use_for(spark, None)  # generated code, as a big micro-batch runs
+    use_for(spark, None, 0)  # generated code, as a big micro-batch runs
 
     def by_values(k: int) -> list[tuple[Any, ...]]:
         at = T0 + timedelta(seconds=100 + k, milliseconds=k)
