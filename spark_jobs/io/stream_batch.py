@@ -63,8 +63,7 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
-                 floors: dict[str, dict[str, int] | None], mode: str = "lambda",
-                 interpreted_max_records: int = 0) -> None:
+                 floors: dict[str, dict[str, int] | None], mode: str, interpreted_max_records: int) -> None:
         from lakehouse import contracts
         from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
