@@ -49,5 +49,6 @@ def test_small_micro_batches_run_interpreted_with_the_same_results(spark: SparkS
         assert _generated_stages(generated) > 0
         assert len(slow) >= 3  # not vacuous: windows of three sensors
         assert use_for(spark, None, LIMIT) is False  # unknown size: generated code
+        assert use_for(spark, 1, 0) is False  # spark.interpreted_max_records 0: always generated code
     finally:
         use_for(spark, None, LIMIT)
