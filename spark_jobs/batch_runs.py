@@ -69,8 +69,10 @@ def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = Fals
     if supersede_staged:
         current = runs(spark, str(row["pipeline"])) if known is None else known
         rows += [{**r, "status": "superseded"} for r in current if r["status"] == "staged" and r["run_id"] != row["run_id"]]
-    full = [{c: r.get(c) for c in contracts.BATCH_RUNS.column_names} for r in rows]
-    spark.createDataFrame(full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
+    from spark_jobs.io.local_rows import local_frame
+
+    full = [[r.get(c) for c in contracts.BATCH_RUNS.column_names] for r in rows]
+    local_frame(spark, full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
 
 
 def as_read(row: dict[str, Any]) -> dict[str, Any]:

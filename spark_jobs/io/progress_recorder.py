@@ -187,12 +187,13 @@ class ProgressRecorder:
 
     def write(self, query: str, rows: list[dict[str, Any]]) -> int:
         from spark_jobs.io.delta_io import idempotent_append
+        from spark_jobs.io.local_rows import local_frame
 
         done = self.last_written(query)
         rows = sorted({r["batch_id"]: r for r in rows if r["batch_id"] > done}.values(), key=lambda r: r["batch_id"])
         if not rows:
             return 0
         schema = STREAM_PROGRESS.schema
-        df = self.spark.createDataFrame([[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
+        df = local_frame(self.spark, [[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
         idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1]["batch_id"])
         return len(rows)

@@ -93,13 +93,14 @@ class ProgressRows:
         next micro-batch, and a stream that receives nothing more has none (its readers would see its
         last micro-batch's offsets as lag until then)."""
         from spark_jobs.io.delta_io import tagged_append
+        from spark_jobs.io.local_rows import local_frame
         from spark_jobs.io.rerun import progress_written
 
         schema = contracts.STREAM_PROGRESS.schema
         values = [[r[c] for c in contracts.STREAM_PROGRESS.column_names] for r in rows]
         first = rows[0]
         append_with_retries(
-            lambda: tagged_append(self.spark.createDataFrame(values, schema), contracts.STREAM_PROGRESS.name, tag),
+            lambda: tagged_append(local_frame(self.spark, values, schema), contracts.STREAM_PROGRESS.name, tag),
             lambda: progress_written(self.spark, first["pipeline"], first["run_id"], int(first["batch_id"])), tag)
         path.unlink(missing_ok=True)
 
