@@ -8,15 +8,23 @@ makes its worker re-read the directory of every zip and jar on its ``PYTHONPATH`
 for two progress rows per micro-batch (py-spy: 80% of their samples in that directory read).
 
 ``local_frame`` hands the rows over as one Arrow table instead (``createDataFrame(pyarrow.Table)``:
-the JVM reads the Arrow stream and holds the rows as a local relation; no Python task). Instants: an
-aware ``datetime`` is converted to UTC; a naive one is read as UTC, which is this process's zone
-(``lakehouse.utc.pin_process_to_utc``), the same reading ``createDataFrame`` gave it.
+the JVM reads the Arrow stream and holds the rows as a local relation; no Python task). Instants are
+read as ``createDataFrame`` reads them (an aware ``datetime`` at its offset, a naive one in this
+process's zone: UTC, ``lakehouse.utc.pin_process_to_utc``) and handed to Arrow as naive UTC: pyarrow
+drops an aware value's offset once ``PYARROW_IGNORE_TIMEZONE`` is set, which importing
+``pyspark.pandas`` does (a +05:30 instant came out 5 h 30 min late in the test suite).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
+
+
+def _arrow_value(value: Any) -> Any:
+    """An instant as a naive UTC ``datetime`` (a naive one read in this process's zone); others as they are."""
+    return value.astimezone(UTC).replace(tzinfo=None) if isinstance(value, datetime) else value
 
 
 def local_frame(spark: Any, rows: Sequence[Sequence[Any]], ddl: str) -> Any:
@@ -34,5 +42,6 @@ def local_frame(spark: Any, rows: Sequence[Sequence[Any]], ddl: str) -> Any:
     for row in rows:
         if len(row) != len(names):
             raise ValueError(f"local_frame: a row has {len(row)} values for the {len(names)} columns {names}")
-    columns = [pa.array([row[i] for row in rows], type=arrow_schema.field(i).type) for i in range(len(names))]
+    columns = [pa.array([_arrow_value(row[i]) for row in rows], type=arrow_schema.field(i).type)
+               for i in range(len(names))]
     return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow_schema), schema)

@@ -1,5 +1,6 @@
 """``io.local_rows.local_frame``: the driver's rows as a frame with the values ``createDataFrame`` gives
-them (instants included, aware or naive), computed without a Python RDD."""
+them (instants included, aware or naive, with or without ``PYARROW_IGNORE_TIMEZONE``), computed
+without a Python RDD."""
 
 from __future__ import annotations
 
@@ -22,7 +23,14 @@ def _lineage(df: object) -> str:
     return str(df._jdf.queryExecution().toRdd().toDebugString())  # type: ignore[attr-defined]
 
 
-def test_rows_keep_their_values_and_instants_without_a_python_rdd(spark: SparkSession) -> None:
+@pytest.mark.parametrize("ignore_timezone", [None, "1"])
+def test_rows_keep_their_values_and_instants_without_a_python_rdd(spark: SparkSession, monkeypatch: pytest.MonkeyPatch,
+                                                                   ignore_timezone: str | None) -> None:
+    # importing pyspark.pandas sets PYARROW_IGNORE_TIMEZONE=1, and pyarrow then drops an aware value's offset
+    if ignore_timezone is None:
+        monkeypatch.delenv("PYARROW_IGNORE_TIMEZONE", raising=False)
+    else:
+        monkeypatch.setenv("PYARROW_IGNORE_TIMEZONE", ignore_timezone)
     at = datetime(2026, 3, 29, 1, 30, 15, 123456, tzinfo=UTC)
     rows: list[list[Any]] = [["a", 2**40, 7, 1.5, True, at],
             ["b", None, None, None, None, None],
