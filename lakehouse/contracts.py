@@ -164,12 +164,16 @@ def storage_table(p: Pipeline, version: int = 1) -> str:
 
 
 def batch(p: Pipeline) -> Contract:
-    """Exact windowed results recomputed from bronze, for windows ending at or before the cutoff."""
-    return Contract(
-        naming.table("batch", p.name),
-        (*window_columns(p), ("computed_at", "timestamp"), ("run_id", "string"), ("bronze_version", "bigint")),
-        grain=p.grain, owner=p.owner, properties=MERGED,
-    )
+    """Exact windowed results recomputed from bronze, for windows ending at or before the cutoff, with
+    what ``serving.<p>`` shows beside them, decided at publish (``SERVED_COLUMNS``): the view reads this
+    table itself, so a publish writes one table, not a copy for serving."""
+    return Contract(naming.table("batch", p.name), (*computed_batch_columns(p), *SERVED_COLUMNS),
+                    grain=p.grain, owner=p.owner, properties=MERGED)
+
+
+def computed_batch_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
+    """The columns a batch run computes (staged, then published with ``SERVED_COLUMNS``)."""
+    return (*window_columns(p), ("computed_at", "timestamp"), ("run_id", "string"), ("bronze_version", "bigint"))
 
 
 STREAM_PROGRESS = Contract(
@@ -274,18 +278,12 @@ RECONCILIATION = Contract(
 
 
 SERVING_COLUMNS = (("source", "string"), ("finality", "string"), ("as_of", "string"))
-
-
-def published(p: Pipeline) -> Contract:
-    """The batch side of ``serving.<p>``, materialized at each publish: the batch rows with the
-    ``finality`` they got by comparison with the speed layer then, and the Delta versions behind them
-    (``as_of``). Readers never join the two layers at query time."""
-    return Contract(naming.published_table(p.name), (*window_columns(p), *SERVING_COLUMNS), grain=p.grain,
-                    owner=p.owner, properties=MERGED)
+# Of those, what a batch row gets at publish (its ``source`` is 'batch'): ``finality`` against the speed
+# layer then, and ``as_of``, the Delta versions behind it (``spark_jobs.serving.served_select``).
+SERVED_COLUMNS = tuple(c for c in SERVING_COLUMNS if c[0] != "source")
 
 
 def batch_staging(p: Pipeline) -> Contract:
     """One staged (not yet published) batch run: rows to upsert (``op='upsert'``) or delete."""
-    base = batch(p)
-    return Contract(naming.staging_table("batch", p.name), (*base.columns, ("op", "string")), grain=p.grain,
-                    owner=p.owner)
+    return Contract(naming.staging_table("batch", p.name), (*computed_batch_columns(p), ("op", "string")),
+                    grain=p.grain, owner=p.owner)

@@ -47,11 +47,6 @@ def speed_partials_table(pipeline: str, version: int = 1) -> str:
     return f"{speed_table(pipeline, version)}__partials"
 
 
-def published_table(pipeline: str) -> str:
-    """The published batch rows as ``serving.<p>`` shows them (finality and ``as_of`` decided at publish)."""
-    return f"serving.{pipeline}__published"
-
-
 def ops_table(name: str) -> str:
     if name not in OPS_TABLES:
         raise ValueError(f"unknown ops table {name!r}; expected one of {OPS_TABLES}")

@@ -1,8 +1,9 @@
-"""Batch publish: a staged run's rows into ``batch.<p>`` and the serving side, then its status and the view.
+"""Batch publish: a staged run's rows into ``batch.<p>``, then its status and the serving view.
 
-One transaction per table: an incremental run is a MERGE of its upserts and deletes; a full run, which
-stages every window and no delete, replaces the table's rows (one overwrite commit, no join with the old
-rows). ``batch.<p>``, then ``serving.<p>__published``, then the run record beside the serving view. An
+One transaction: an incremental run is a MERGE of its upserts and deletes; a full run, which stages
+every window and no delete, replaces the table's rows (one overwrite commit, no join with the old rows).
+The rows carry what the serving view shows beside them (finality, ``as_of``), so the view reads
+``batch.<p>`` itself: one table written, not two. Then the run record, beside the serving view. An
 interrupted publish leaves the previous results intact; the run stays ``staged`` and publishing it again
 writes the same absolute values. ``batch_lock`` makes one writer of the batch tables at a time (see
 ``spark_jobs.batch`` for stage).
@@ -37,19 +38,25 @@ def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     return exclusive(cfg, f"batch-{p.name}", LOCK_WAIT_SECONDS)
 
 
-def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any]) -> None:
+def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_table: str, numbered: int) -> None:
     """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
-    table's new content (full runs, which stage every window and no delete)."""
+    table's new content (full runs, which stage every window and no delete); each row with its served
+    columns (``serving.served_select``: finality against ``speed_table``, the active speed version,
+    ``as_of`` naming version ``numbered``, the one this commit is expected to get)."""
     from spark_jobs.io.delta_io import merge_changes, replace_rows
+    from spark_jobs.serving import served_select
 
-    staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{run['run_id']}'")
+    table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
+    staged = spark.table(staging).where(f"run_id = '{run['run_id']}'")
     if run["windows_written"] and staged.isEmpty():  # staging holds another run's rows: publish nothing
-        raise TidewaterError(f"batch: {naming.staging_table('batch', p.name)} no longer holds the rows of run "
+        raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
                              f"{run['run_id']}; stage a new run with 'tidewater batch {p.name} --stage-only'")
+    rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE run_id = '{run['run_id']}')",
+                                   numbered, extra=", b.op"))
     if run["mode"] == "full":
-        replace_rows(spark, staged.where("op = 'upsert'"), naming.table("batch", p.name))
+        replace_rows(spark, rows.where("op = 'upsert'"), table)
     else:
-        merge_changes(spark, staged, naming.table("batch", p.name), p.grain, contracts.batch(p).column_names)
+        merge_changes(spark, rows, table, p.grain, contracts.batch(p).column_names)
 
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
@@ -88,15 +95,34 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
 
 
 def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps) -> None:
-    """The run's rows into ``batch.<p>``, then into ``serving.<p>__published``: two commits, in turn (the
-    batch lock makes this the only writer of both). A ``__published`` row names the ``batch.<p>``
-    version that publishes it (``last_write_version``: an auto compaction's commit after it is not it).
-    Not side by side: on a thread of its own inside the job service, the second write took 7-12 s more
-    (stop 32: a DAG publish task 17.6 s instead of 9.6 s), against 0.4 s gained in a process of its own."""
-    from spark_jobs.io.delta_io import last_write_version
-    from spark_jobs.serving import publish_batch_rows
+    """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
+    this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
+    (``settle_as_of``)."""
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.io.delta_io import table_version
+    from spark_jobs.serving import add_served_columns
 
-    merge_staged(spark, p, run)
+    if run["mode"] != "full" and not run["windows_written"] and not run["windows_deleted"]:
+        return  # nothing to write (a MERGE of no rows makes no commit)
+    speed = contracts.speed(p, active_version(cfg, p.name))
+    contracts.ensure(spark, speed)
+    add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
+    numbered = table_version(spark, naming.table("batch", p.name)) + 1
+    merge_staged(spark, p, run, speed.name, numbered)
     steps.done("batch rows")
-    publish_batch_rows(spark, cfg, p, run, last_write_version(spark, naming.table("batch", p.name)))
-    steps.done("serving rows")
+    written = settle_as_of(spark, p, run["run_id"], numbered)
+    if written != numbered:
+        steps.done(f"as_of relabelled: v{numbered} -> v{written}")
+
+
+def settle_as_of(spark: SparkSession, p: Pipeline, run_id: str, numbered: int) -> int:
+    """The version the rows of ``run_id`` were written at. If another commit came before theirs (the
+    maintenance DAG's, say), their ``as_of`` names ``numbered``, not it: relabelled (one UPDATE)."""
+    from spark_jobs.io.delta_io import write_version_after
+
+    table = naming.table("batch", p.name)
+    written = write_version_after(spark, table, numbered - 1)
+    if written != numbered:
+        spark.sql(f"UPDATE {table} SET as_of = replace(as_of, '{table} v{numbered} ', '{table} v{written} ') "
+                  f"WHERE run_id = '{run_id}'")
+    return written

@@ -1,6 +1,6 @@
 """``serving.<p>``: the one view readers query, merging the batch and speed layers at the cutoff.
 
-Lambda mode: rows of ``serving.<p>__published`` (the batch rows, materialized at each publish) for
+Lambda mode: rows of ``batch.<p>`` (with the served columns each publish wrote beside them) for
 windows with ``window_end <= cutoff`` (the latest published run's cutoff, written into the view DDL as
 a literal each time a run is published) and rows of the ACTIVE speed table version with ``window_end >
 cutoff``. Both sides cut on the same column with complementary predicates, so a window is never shown
@@ -11,7 +11,7 @@ active speed table. The view reads its Delta tables by location (``delta_relatio
 one metastore lookup, not one per table.
 
 Finality is decided at publish, not by a join at query time (the join made a point query 3-4x slower
-than one table, scenario 5): the publish MERGEs the run's staged windows into ``__published`` with
+than one table, scenario 5): the publish MERGEs the run's staged windows into ``batch.<p>`` with
 their ``finality`` against the active speed table ('final' when the batch value equals what the speed
 layer published, 'corrected' when it differs or the speed layer never published the window) and
 ``as_of``. Windows at or before the cutoff are past the speed layer's watermark, so its value does not
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
@@ -53,13 +53,14 @@ def _differs(p: Pipeline) -> str:
     return " OR ".join(parts)
 
 
-def published_select(p: Pipeline, speed_table: str, batch_rows: str, batch_version: int, extra: str = "") -> str:
-    """SELECT of the rows ``__published`` holds: ``batch_rows`` (a table or a subquery, alias ``b``;
-    batch contract columns) with their ``finality`` against ``speed_table`` and their ``as_of``."""
-    cols = contracts.result_columns(p)
+def served_select(p: Pipeline, speed_table: str, batch_rows: str, batch_version: int, extra: str = "") -> str:
+    """SELECT of batch rows as ``batch.<p>`` holds them once published: ``batch_rows`` (a table or a
+    subquery, alias ``b``, with the computed batch columns) with their ``finality`` against ``speed_table``
+    and their ``as_of`` (``batch_version``: the ``batch.<p>`` version whose commit publishes them)."""
+    cols = [c for c, _ in contracts.computed_batch_columns(p)]
     on = " AND ".join(f"b.`{c}` <=> s.`{c}`" for c in p.grain)
     batch_cols = ", ".join(f"b.`{c}`" for c in cols)
-    return (f"SELECT {batch_cols}, 'batch' AS source, CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
+    return (f"SELECT {batch_cols}, CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
             f"concat('{naming.table('batch', p.name)} v{batch_version} (run ', b.run_id, ', bronze v', b.bronze_version, "
             f"')') AS as_of{extra} FROM {batch_rows} b LEFT JOIN {speed_table} s ON {on}")
 
@@ -84,8 +85,10 @@ def view_sql(p: Pipeline, mode: str, speed_version: int, cutoff: datetime | None
         return (f"SELECT {speed_cols}, 'speed' AS source, "
                 f"CASE WHEN s.is_final THEN 'final' ELSE 'provisional' END AS finality, {speed_as_of}")
     cut = sql_timestamp(cutoff or EPOCH)
-    published_cols = ", ".join(f"b.`{c}`" for c in [*cols, *(c for c, _ in contracts.SERVING_COLUMNS)])
-    return (f"SELECT {published_cols} FROM {relation(naming.published_table(p.name))} b WHERE b.window_end <= {cut} "
+    served = ", ".join(f"b.`{c}`" for c, _ in contracts.SERVED_COLUMNS)
+    batch_cols = ", ".join(f"b.`{c}`" for c in cols)
+    return (f"SELECT {batch_cols}, 'batch' AS source, {served} FROM {relation(naming.table('batch', p.name))} b "
+            f"WHERE b.window_end <= {cut} "
             f"UNION ALL SELECT {speed_cols}, 'speed' AS source, 'provisional' AS finality, {speed_as_of} "
             f"WHERE s.window_end > {cut}")
 
@@ -103,33 +106,35 @@ def delta_relation(cfg: TidewaterConfig, table: str) -> str:
     return f"delta.`{location.replace('`', '``')}`"
 
 
-def publish_batch_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any],
-                       batch_version: int | None = None) -> None:
-    """MERGE a published run's staged windows into ``__published`` (deletes too; a full run replaces
-    the table's rows with them), with finality against the active speed version. Idempotent. ``run``
-    is the run record read back from ``ops.batch_runs`` (its id is Tidewater's, not user input).
-    ``batch_version``: the ``batch.<p>`` version that publishes the rows (their ``as_of``); default: the latest."""
-    from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import merge_changes, replace_rows, table_version
-
-    speed = contracts.speed(p, active_version(cfg, p.name))
-    contracts.ensure(spark, contracts.published(p), speed)
-    staged = f"(SELECT * FROM {naming.staging_table('batch', p.name)} WHERE run_id = '{run['run_id']}')"
-    version = table_version(spark, naming.table("batch", p.name)) if batch_version is None else batch_version
-    changes = spark.sql(published_select(p, speed.name, staged, version, extra=", b.op"))
-    if run["mode"] == "full":  # every window staged, none deleted: the rows become the table's content
-        replace_rows(spark, changes.where("op = 'upsert'"), naming.published_table(p.name))
-    else:
-        merge_changes(spark, changes, naming.published_table(p.name), p.grain, contracts.published(p).column_names)
+# (Spark application, batch table) pairs whose served columns this process checked (``add_served_columns``)
+_SERVED_CHECKED: set[tuple[str, str]] = set()
 
 
-def backfill_published(spark: SparkSession, p: Pipeline, speed_table: str) -> None:
-    """Fill a new, empty ``__published`` from the whole batch table (a data folder from before it existed)."""
-    from spark_jobs.io.delta_io import table_version
+def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_table: str,
+                       locked: bool = False) -> None:
+    """A ``batch.<p>`` from before it held ``SERVED_COLUMNS`` (they were in a copy then,
+    ``serving.<p>__published``, which is no longer read): add them and fill every row, once, under the
+    batch lock (``locked``: the caller holds it), so that no publish numbers its commit meanwhile."""
+    import contextlib
 
-    batch_table = naming.table("batch", p.name)
-    version = table_version(spark, batch_table)
-    spark.sql(f"INSERT INTO {naming.published_table(p.name)} {published_select(p, speed_table, batch_table, version)}")
+    from pyspark.sql import functions as F
+
+    from spark_jobs.batch_publish import batch_lock
+    from spark_jobs.io.delta_io import merge_changes, table_version
+
+    table = naming.table("batch", p.name)
+    key = (spark.sparkContext.applicationId, table)
+    if key in _SERVED_CHECKED:
+        return
+    served = [c for c, _ in contracts.SERVED_COLUMNS]
+    if not set(served) <= set(spark.table(table).columns):
+        with contextlib.nullcontext() if locked else batch_lock(cfg, p):
+            missing = [(c, t) for c, t in contracts.SERVED_COLUMNS if c not in spark.table(table).columns]
+            if missing:
+                spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(f'`{c}` {t}' for c, t in missing)})")
+                rows = spark.sql(served_select(p, speed_table, table, table_version(spark, table) + 1))
+                merge_changes(spark, rows.withColumn("op", F.lit("upsert")), table, p.grain, served)
+    _SERVED_CHECKED.add(key)
 
 
 def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
@@ -142,11 +147,9 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
     speed_table = naming.speed_table(p.name, version)
     contracts.ensure(spark, contracts.speed(p, version))
     if cfg.mode != "kappa":
-        created = not spark.catalog.tableExists(naming.published_table(p.name))
-        contracts.ensure(spark, contracts.batch(p), contracts.published(p))
+        contracts.ensure(spark, contracts.batch(p))
+        add_served_columns(spark, cfg, p, speed_table)
         cutoff = cutoff or published_cutoff(spark, p.name)
-        if created and cutoff is not None:
-            backfill_published(spark, p, speed_table)
     view = naming.table("serving", p.name)
     return replace_view(spark, view, view_sql(p, cfg.mode, version, cutoff, lambda t: delta_relation(cfg, t)))
 

@@ -116,15 +116,20 @@ def last_commit_metrics(spark: SparkSession, table: str) -> dict[str, str]:
     return dict(DeltaTable.forName(spark, table).history(1).collect()[0]["operationMetrics"] or {})
 
 
-def last_write_version(spark: SparkSession, table: str) -> int:
-    """Version of the table's latest commit that changed its rows: a later OPTIMIZE (auto compaction
-    after that write, or the maintenance DAG) rewrites files without changing rows and is skipped."""
+# the operations of the commits that write a batch run's rows (a MERGE, or a full run's overwrite)
+ROW_WRITES = ("MERGE", "WRITE")
+
+
+def write_version_after(spark: SparkSession, table: str, after: int) -> int:
+    """Version of the first MERGE or WRITE commit after version ``after`` (skipping others: an auto
+    compaction, a property change); raises if there is none among the table's last 20 commits."""
     from delta.tables import DeltaTable
 
-    for commit in DeltaTable.forName(spark, table).history(10).collect():
-        if commit["operation"] != "OPTIMIZE":
-            return int(commit["version"])
-    return table_version(spark, table)
+    commits = DeltaTable.forName(spark, table).history(20).where(f"version > {after}").select("version", "operation")
+    writes = sorted(int(c["version"]) for c in commits.collect() if c["operation"] in ROW_WRITES)
+    if not writes:
+        raise RuntimeError(f"{table}: no MERGE or WRITE commit after version {after}")
+    return writes[0]
 
 
 def table_version(spark: SparkSession, table: str) -> int:

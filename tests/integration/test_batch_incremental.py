@@ -57,6 +57,12 @@ def table_rows(spark: SparkSession, p: Pipeline) -> dict:
             for r in rows}
 
 
+def overwrite_version(spark: SparkSession, after: int) -> int:
+    """The version of the first overwrite (a full run's publish) of batch.sensor_readings after ``after``."""
+    history = spark.sql("DESCRIBE HISTORY batch.sensor_readings").collect()
+    return min(h["version"] for h in history if h["version"] > after and h["operation"] == "WRITE")
+
+
 def sensor(i: int, sid: str, ms: int, temp: float) -> dict:
     return {"event_id": f"r{i}", "sensor_id": sid, "timestamp": ms, "temperature": temp}
 
@@ -154,16 +160,17 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     assert from_log is not None
     assert (from_log["n"], int(from_log["top"].timestamp() * 1000), int(from_log["arrived"].timestamp() * 1000)) == (
         scanned["n"], scanned["top"], scanned["arrived"])
+    version_before_full = table_version(spark, naming.table("batch", p.name))
     full = batch.run(spark, cfg, p, full=True)
     assert full["mode"] == "full"
     assert table_rows(spark, p) == incremental
-    # a full run replaces both tables' rows in one commit each; every served batch row names the
-    # batch.<p> version that published it (written beside that commit, so numbered in advance)
-    published = spark.table(naming.published_table(p.name)).collect()
-    assert {tuple(r[c] for c in p.grain) for r in published} == set(incremental)
-    batch_version = table_version(spark, naming.table("batch", p.name))
+    # a full run replaces the table's rows in one commit; every row names the batch.<p> version that
+    # published it (numbered before that commit), as the serving view shows it
+    published = spark.table(naming.table("batch", p.name)).collect()
+    batch_version = overwrite_version(spark, version_before_full)
     assert {r["as_of"] for r in published} == {
         f"batch.sensor_readings v{batch_version} (run {full['run_id']}, bronze v{version})"}
+    assert {r["finality"] for r in published} <= {"final", "corrected"} and len(published) == len(incremental)
     again = batch.run(spark, cfg, p)  # nothing new: same table
     assert again["windows_written"] == 0 and table_rows(spark, p) == incremental
     # two runs staged in turn (the DAG's stage task, then a manual one): only the later one can publish
@@ -267,3 +274,29 @@ def test_two_batch_runs_at_once_both_publish_the_same_table(spark: SparkSession,
     assert [r["status"] for r in runs] == ["published", "published"]
     assert [r["windows_written"] for r in runs] == [len(before)] * 2
     assert table_rows(spark, p) == before
+
+
+def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark: SparkSession,
+                                                                         cfg: TidewaterConfig) -> None:
+    """A publish numbers its commit before making it (the rows carry the version in ``as_of``). When
+    another commit lands in between (here a property change, as the maintenance DAG's commits can),
+    the rows are relabelled with the version their commit really got. Runs after the sensor test."""
+    from lakehouse.speed_versions import active_version
+    from spark_jobs import batch
+    from spark_jobs.batch_publish import batch_lock, merge_staged, settle_as_of
+    from spark_jobs.io.delta_io import table_version
+
+    p = load_pipeline("sensor_readings")
+    table = naming.table("batch", p.name)
+    run = batch.stage(spark, cfg, p, full=True)
+    with batch_lock(cfg, p):
+        numbered = table_version(spark, table) + 1
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run['run_id']}')")
+        merge_staged(spark, p, run, naming.speed_table(p.name, active_version(cfg, p.name)), numbered)
+        written = settle_as_of(spark, p, run["run_id"], numbered)
+    assert written == overwrite_version(spark, numbered - 1) == numbered + 1
+    labels = {r["as_of"] for r in spark.table(table).collect()}
+    assert labels == {f"{table} v{written} (run {run['run_id']}, bronze v{run['bronze_version']})"}, labels
+    # and without an interleaved commit nothing is relabelled
+    assert settle_as_of(spark, p, run["run_id"], written) == written
+    assert {r["as_of"] for r in spark.table(table).collect()} == labels

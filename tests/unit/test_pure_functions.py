@@ -12,7 +12,7 @@ from expectations.suites import expectation_specs
 from lakehouse.config import load_config
 from lakehouse.contracts import MIN_EVENT_MS, result_columns
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.serving import published_select, view_sql
+from spark_jobs.serving import served_select, view_sql
 from spark_jobs.speed_control import parse_offsets, topic_offsets
 
 pytestmark = pytest.mark.unit
@@ -22,20 +22,22 @@ CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 def test_view_sql_lambda_cuts_batch_and_speed_on_complementary_predicates() -> None:
     p = load_pipeline("sensor_readings")
     sql = view_sql(p, "lambda", 2, CUTOFF, relation=lambda t: f"delta.`/w/{t}`")
-    assert "FROM delta.`/w/serving.sensor_readings__published` b WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
+    assert "FROM delta.`/w/batch.sensor_readings` b WHERE b.window_end <= TIMESTAMP '2026-03-01 12:00:00" in sql
     # the speed view's fold, inlined over the version's partials, each read by its location
     assert "FROM delta.`/w/speed.sensor_readings__v2__partials` GROUP BY `sensor_id`, `window_start`, `window_end`) s " \
            "WHERE s.window_end > TIMESTAMP '2026-03-01 12:00:00" in sql
     assert "concat('speed.sensor_readings__v2 micro-batch ', s.batch_id) AS as_of" in sql
     assert " UNION ALL " in sql and " JOIN " not in sql  # finality was decided at publish: no join per query
     first_select = sql.split(" FROM ", 1)[0]
-    assert first_select == "SELECT " + ", ".join(f"b.`{c}`" for c in [*result_columns(p), "source", "finality", "as_of"])
+    # the batch rows carry what a publish decided (finality, as_of): the view reads batch.<p> itself
+    assert first_select == ("SELECT " + ", ".join(f"b.`{c}`" for c in result_columns(p))
+                            + ", 'batch' AS source, b.`finality`, b.`as_of`")
 
 
 def test_published_rows_get_finality_against_the_speed_layer_and_their_versions() -> None:
     p = load_pipeline("sensor_readings")
-    sql = published_select(p, "speed.sensor_readings__v2", "batch.sensor_readings", 7)
-    assert "FROM batch.sensor_readings b LEFT JOIN speed.sensor_readings__v2 s" in sql
+    sql = served_select(p, "speed.sensor_readings__v2", "batch.sensor_readings__staging", 7)
+    assert "FROM batch.sensor_readings__staging b LEFT JOIN speed.sensor_readings__v2 s" in sql
     assert "'batch.sensor_readings v7 (run '" in sql
     assert "abs(b.`avg_temperature` - s.`avg_temperature`) > 1e-09" in sql  # doubles: relative tolerance
     assert "NOT (b.`event_count` <=> s.`event_count`)" in sql  # integers: exact

@@ -20,7 +20,7 @@ def _view_text() -> str:
 
 
 def test_delta_locations_of_a_serving_view() -> None:
-    assert delta_locations(_view_text()) == ["file:/w/serving.sensor_readings__published",
+    assert delta_locations(_view_text()) == ["file:/w/batch.sensor_readings",
                                              "file:/w/speed.sensor_readings__v2__partials"]
     assert delta_locations("SELECT 1 FROM delta.`/a``b`") == ["/a`b"]  # backquotes doubled in SQL
     assert local_path("file:/w/x") == Path("/w/x") and local_path("file:///w/x") == Path("/w/x")
