@@ -47,11 +47,11 @@ def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_ta
     from spark_jobs.serving import served_select
 
     table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
-    staged = spark.table(staging).where(f"run_id = '{run['run_id']}'")
-    if run["windows_written"] and staged.isEmpty():  # staging holds another run's rows: publish nothing
+    of_run = f"run_id = '{run['run_id']}'"
+    if run["windows_written"] and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
         raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
                              f"{run['run_id']}; stage a new run with 'tidewater batch {p.name} --stage-only'")
-    rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE run_id = '{run['run_id']}')",
+    rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})",
                                    numbered, extra=", b.op"))
     if run["mode"] == "full":
         replace_rows(spark, rows.where("op = 'upsert'"), table)
@@ -99,7 +99,8 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
     (``settle_as_of``)."""
     from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import table_version
+    from spark_jobs.io.delta_io import latest_version
+    from spark_jobs.io.ops_reader import table_path
     from spark_jobs.serving import add_served_columns
 
     if run["mode"] != "full" and not run["windows_written"] and not run["windows_deleted"]:
@@ -107,21 +108,23 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     speed = contracts.speed(p, active_version(cfg, p.name))
     contracts.ensure(spark, speed)
     add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
-    numbered = table_version(spark, naming.table("batch", p.name)) + 1
+    numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
     merge_staged(spark, p, run, speed.name, numbered)
     steps.done("batch rows")
-    written = settle_as_of(spark, p, run["run_id"], numbered)
+    written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")
 
 
-def settle_as_of(spark: SparkSession, p: Pipeline, run_id: str, numbered: int) -> int:
-    """The version the rows of ``run_id`` were written at. If another commit came before theirs (the
-    maintenance DAG's, say), their ``as_of`` names ``numbered``, not it: relabelled (one UPDATE)."""
+def settle_as_of(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str, numbered: int) -> int:
+    """The version the rows of ``run_id`` were written at (from the table's log files). If another commit
+    came before theirs (the maintenance DAG's, say), their ``as_of`` names ``numbered``, not it:
+    relabelled (one UPDATE)."""
     from spark_jobs.io.delta_io import write_version_after
+    from spark_jobs.io.ops_reader import table_path
 
     table = naming.table("batch", p.name)
-    written = write_version_after(spark, table, numbered - 1)
+    written = write_version_after(table_path(cfg, table), numbered - 1)
     if written != numbered:
         spark.sql(f"UPDATE {table} SET as_of = replace(as_of, '{table} v{numbered} ', '{table} v{written} ') "
                   f"WHERE run_id = '{run_id}'")

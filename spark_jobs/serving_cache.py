@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.services.thrift_server import read_cache_state
+from spark_jobs.io.delta_io import latest_version
 from spark_jobs.serving_memory import DELTA_LOCATION, MemoryViews
 
 if TYPE_CHECKING:
@@ -48,19 +48,6 @@ def delta_locations(view_text: str) -> list[str]:
 
 def local_path(location: str) -> Path:
     return Path(location.removeprefix("file://").removeprefix("file:"))
-
-
-def latest_version(table: Path, known: int = -1) -> int:
-    """Newest commit version of the Delta table at ``table`` (-1: none). Probes forward from ``known``
-    (a commit file per version, so the cost follows the commits since, not the log's length); a
-    ``known`` commit that no longer exists (the table was replaced) falls back to a listing."""
-    log = table / "_delta_log"
-    if known < 0 or not (log / f"{known:020d}.json").exists():
-        names = [n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit()] if log.is_dir() else []
-        known = max((int(n[:20]) for n in names), default=-1)
-    while (log / f"{known + 1:020d}.json").exists():
-        known += 1
-    return known
 
 
 class ServingCache:

@@ -7,6 +7,7 @@ the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,20 +117,42 @@ def last_commit_metrics(spark: SparkSession, table: str) -> dict[str, str]:
     return dict(DeltaTable.forName(spark, table).history(1).collect()[0]["operationMetrics"] or {})
 
 
+def latest_version(table: Path, known: int = -1) -> int:
+    """Newest commit version of the Delta table at ``table`` (-1: none). Probes forward from ``known``
+    (a commit file per version, so the cost follows the commits since, not the log's length); a
+    ``known`` commit that no longer exists (the table was replaced) falls back to a listing."""
+    log = table / "_delta_log"
+    if known < 0 or not (log / f"{known:020d}.json").exists():
+        names = [n for n in os.listdir(log) if n.endswith(".json") and n[:20].isdigit()] if log.is_dir() else []
+        known = max((int(n[:20]) for n in names), default=-1)
+    while (log / f"{known + 1:020d}.json").exists():
+        known += 1
+    return known
+
+
 # the operations of the commits that write a batch run's rows (a MERGE, or a full run's overwrite)
 ROW_WRITES = ("MERGE", "WRITE")
 
 
-def write_version_after(spark: SparkSession, table: str, after: int) -> int:
-    """Version of the first MERGE or WRITE commit after version ``after`` (skipping others: an auto
-    compaction, a property change); raises if there is none among the table's last 20 commits."""
-    from delta.tables import DeltaTable
+def commit_operation(table: Path, version: int) -> str | None:
+    """The ``operation`` of commit ``version`` of the Delta table at ``table``, from its log file."""
+    import json
 
-    commits = DeltaTable.forName(spark, table).history(20).where(f"version > {after}").select("version", "operation")
-    writes = sorted(int(c["version"]) for c in commits.collect() if c["operation"] in ROW_WRITES)
-    if not writes:
-        raise RuntimeError(f"{table}: no MERGE or WRITE commit after version {after}")
-    return writes[0]
+    with open(table / "_delta_log" / f"{version:020d}.json", encoding="utf-8") as log:
+        for line in log:
+            action = json.loads(line)
+            if "commitInfo" in action:
+                return str(action["commitInfo"].get("operation"))
+    return None
+
+
+def write_version_after(table: Path, after: int) -> int:
+    """Version of the first MERGE or WRITE commit after version ``after`` of the Delta table at ``table``
+    (skipping others: an auto compaction, a property change), read from its log files; raises if none."""
+    for version in range(after + 1, latest_version(table, after) + 1):
+        if commit_operation(table, version) in ROW_WRITES:
+            return version
+    raise RuntimeError(f"{table}: no MERGE or WRITE commit after version {after}")
 
 
 def table_version(spark: SparkSession, table: str) -> int:

@@ -293,10 +293,10 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
         numbered = table_version(spark, table) + 1
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run['run_id']}')")
         merge_staged(spark, p, run, naming.speed_table(p.name, active_version(cfg, p.name)), numbered)
-        written = settle_as_of(spark, p, run["run_id"], numbered)
+        written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     assert written == overwrite_version(spark, numbered - 1) == numbered + 1
     labels = {r["as_of"] for r in spark.table(table).collect()}
     assert labels == {f"{table} v{written} (run {run['run_id']}, bronze v{run['bronze_version']})"}, labels
     # and without an interleaved commit nothing is relabelled
-    assert settle_as_of(spark, p, run["run_id"], written) == written
+    assert settle_as_of(spark, cfg, p, run["run_id"], written) == written
     assert {r["as_of"] for r in spark.table(table).collect()} == labels
