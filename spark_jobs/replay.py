@@ -6,7 +6,8 @@
    ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving.
 3. Wait until v(N+1) has caught up: within ``replay.max_lag_records`` of the topic's end offsets,
    or level with vN's committed offsets (both from ``ops.stream_progress``).
-4. Switch: stop the main job (vN freezes), wait until v(N+1) has committed at least vN's offsets,
+4. Switch: stop the main job (vN freezes), wait until v(N+1) has committed at least the offsets vN's
+   table may hold (its last planned micro-batch included: ``served_offsets``),
    re-create ``serving.<p>`` on v(N+1) (one catalog operation, so readers never see a window
    twice or lose one), record the active version, stop the replay job and restart the main job
    (ingest v1 + speed v(N+1), which resumes from the replay's checkpoint). Version N is kept:
@@ -57,11 +58,28 @@ def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     return exclusive(cfg, switch_lock_name(p.name), wait_seconds=0)
 
 
-def not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, old_may_be_empty: bool = False) -> bool:
+def served_offsets(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str, int] | None:
+    """{partition: offset} up to which version ``version``'s speed table may hold events: its committed
+    offsets (``ops.stream_progress``), or further, the end of the last micro-batch that a checkpoint
+    writing the table planned. A stop interrupts the micro-batch under way, possibly after its Delta
+    commit and before Spark's commit log entry and its progress row (seen in CI: windows of that
+    micro-batch vanished at the switch)."""
+    from spark_jobs.io.lineage import furthest, last_planned_offsets
+
+    planned = [last_planned_offsets(naming.checkpoint_dir(cfg, p.name, query, version), p.topic)
+               for query in ("stream", "speed")]
+    return furthest(committed_offsets(cfg, p, "speed", version), *planned)
+
+
+def not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, old_may_be_empty: bool = False,
+               old_stopped: bool = False) -> bool:
     """True once query version ``new`` has committed, in every partition, at least the offsets that
-    version ``old`` has committed: every window ``old`` serves is then in ``new`` too. An ``old``
-    that never committed anything counts only if ``old_may_be_empty``."""
-    target, done = committed_offsets(cfg, p, "speed", old), committed_offsets(cfg, p, "speed", new)
+    version ``old`` has committed; with ``old_stopped``, at least those its table may hold
+    (``served_offsets``): every window ``old`` serves is then in ``new`` too. (While ``old`` runs, its
+    micro-batch under way is always ahead: that bound would hold a catch-up back for nothing.) An
+    ``old`` that never wrote anything counts only if ``old_may_be_empty``."""
+    target = served_offsets(cfg, p, old) if old_stopped else committed_offsets(cfg, p, "speed", old)
+    done = committed_offsets(cfg, p, "speed", new)
     if not target:
         return old_may_be_empty
     if not done:
@@ -74,7 +92,7 @@ def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeo
     to the other neither drops nor repeats a window."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not_behind(cfg, p, new, old, old_may_be_empty=True):
+        if not_behind(cfg, p, new, old, old_may_be_empty=True, old_stopped=True):
             return True
         time.sleep(1)
     return False

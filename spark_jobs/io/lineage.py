@@ -102,6 +102,26 @@ def last_committed_offsets(checkpoint: Path, topic: str) -> dict[str, int] | Non
     return {str(k): int(v) for k, v in offset_log_entry(checkpoint, done[-1])[1].get(topic, {}).items()}
 
 
+def last_planned_offsets(checkpoint: Path, topic: str) -> dict[str, int] | None:
+    """Partition -> next offset after the last micro-batch the checkpoint PLANNED (its offset log),
+    committed by Spark or not: the micro-batch's Delta commits may have landed while Spark's commit log
+    entry did not (a graceful stop interrupts the micro-batch under way; a kill -9). What the query's
+    tables can hold never goes past it."""
+    if is_new(checkpoint):
+        return None
+    planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    return {str(k): int(v) for k, v in offset_log_entry(checkpoint, planned)[1].get(topic, {}).items()}
+
+
+def furthest(*offsets: dict[str, int] | None) -> dict[str, int] | None:
+    """Per partition, the highest of several {partition: offset} maps (None: none of them has one)."""
+    out: dict[str, int] = {}
+    for each in offsets:
+        for part, offset in (each or {}).items():
+            out[part] = max(offset, out.get(part, offset))
+    return out or None
+
+
 def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, version: int, checkpoint: Path,
                   roles: list[str]) -> tuple[dict[str, dict[str, int] | None], str | None]:
     """The roles' floors (partition -> first offset a role still has to process) of the ``stream``
