@@ -45,12 +45,19 @@ def committed_batches(checkpoint: Path) -> list[int]:
     return sorted(int(f.name) for f in commits.iterdir() if f.name.isdigit()) if commits.is_dir() else []
 
 
+def last_planned_batch(checkpoint: Path) -> int | None:
+    """The highest micro-batch in the checkpoint's offset log (None: it never planned one)."""
+    if is_new(checkpoint):
+        return None
+    return max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+
+
 def uncommitted_batch(checkpoint: Path) -> int | None:
     """The micro-batch a restart of this checkpoint's query runs again: planned in the offset log,
     missing from the commit log (None: the next micro-batch is new)."""
-    if is_new(checkpoint):
+    planned = last_planned_batch(checkpoint)
+    if planned is None:
         return None
-    planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
     done = committed_batches(checkpoint)
     return planned if not done or planned > done[-1] else None
 
@@ -107,9 +114,9 @@ def last_planned_offsets(checkpoint: Path, topic: str) -> dict[str, int] | None:
     committed by Spark or not: the micro-batch's Delta commits may have landed while Spark's commit log
     entry did not (a graceful stop interrupts the micro-batch under way; a kill -9). What the query's
     tables can hold never goes past it."""
-    if is_new(checkpoint):
+    planned = last_planned_batch(checkpoint)
+    if planned is None:
         return None
-    planned = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
     return {str(k): int(v) for k, v in offset_log_entry(checkpoint, planned)[1].get(topic, {}).items()}
 
 
