@@ -65,9 +65,10 @@ def served_offsets(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     commit and before Spark's commit log entry and its progress row (seen in CI: windows of that
     micro-batch vanished at the switch)."""
     from spark_jobs.io.lineage import furthest, last_planned_offsets
+    from spark_jobs.speed_queries import STREAM
 
     planned = [last_planned_offsets(naming.checkpoint_dir(cfg, p.name, query, version), p.topic)
-               for query in ("stream", "speed")]
+               for query in (STREAM, "speed")]  # the main job's query; a replay's speed-only one
     return furthest(committed_offsets(cfg, p, "speed", version), *planned)
 
 

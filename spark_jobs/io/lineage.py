@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def batch_end_offsets(checkpoint: Path, batch_id: int, topic: str) -> dict[str, int]:
+    """{partition: next offset} of ``topic`` at the end of one planned micro-batch (its offset-log entry)."""
+    return {str(k): int(v) for k, v in offset_log_entry(checkpoint, batch_id)[1].get(topic, {}).items()}
+
+
 def is_new(checkpoint: Path) -> bool:
     """True when the checkpoint has never planned a micro-batch (no offset log entry)."""
     offsets = checkpoint / "offsets"
@@ -106,7 +111,7 @@ def last_committed_offsets(checkpoint: Path, topic: str) -> dict[str, int] | Non
     done = committed_batches(checkpoint) if not is_new(checkpoint) else []
     if not done:
         return None
-    return {str(k): int(v) for k, v in offset_log_entry(checkpoint, done[-1])[1].get(topic, {}).items()}
+    return batch_end_offsets(checkpoint, done[-1], topic)
 
 
 def last_planned_offsets(checkpoint: Path, topic: str) -> dict[str, int] | None:
@@ -117,7 +122,7 @@ def last_planned_offsets(checkpoint: Path, topic: str) -> dict[str, int] | None:
     planned = last_planned_batch(checkpoint)
     if planned is None:
         return None
-    return {str(k): int(v) for k, v in offset_log_entry(checkpoint, planned)[1].get(topic, {}).items()}
+    return batch_end_offsets(checkpoint, planned, topic)
 
 
 def furthest(*offsets: dict[str, int] | None) -> dict[str, int] | None:
@@ -170,7 +175,7 @@ def taken_over_offsets(spark: SparkSession, p: Pipeline, version: int, replayed:
 
     pending = uncommitted_batch(replayed)
     if pending is not None and partials_written(spark, p, version, query_id(replayed), pending):
-        return {str(k): int(v) for k, v in offset_log_entry(replayed, pending)[1].get(topic, {}).items()}
+        return batch_end_offsets(replayed, pending, topic)
     return last_committed_offsets(replayed, topic)
 
 
