@@ -8,6 +8,8 @@ STAMP   := $(VENV)/.tidewater-installed
 BI_VENV := .venv-bi
 BI_STAMP := $(BI_VENV)/.tidewater-installed
 PYTEST_ARGS ?=
+# the bench extras in a variable: a comma written inside $(call ...) would split its arguments
+BENCH_PACKAGES := -c constraints.txt -e ".[dev,bench]"
 SOAK_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -78,7 +80,7 @@ lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and serv
 	@$(BIN)/lint-imports
 
 bench: setup ## Full benchmark run, Flink peer included (about 90 min on 2 cores; writes benchmarks/results/)
-	@$(call pip_install,$(BIN),-c constraints.txt -e ".[dev,bench]")
+	@$(call pip_install,$(BIN),$(BENCH_PACKAGES))
 	@bash benchmarks/setup-flink.sh
 	@$(BIN)/tidewater bench
 
@@ -86,7 +88,7 @@ bench-quick: setup ## Smoke-size benchmark run
 	@$(BIN)/tidewater bench --quick
 
 soak: setup ## Chaos soak: 30 min at 2,000 events/s on 3 brokers, kill -9 of 4 components (writes benchmarks/results/)
-	@$(call pip_install,$(BIN),-c constraints.txt -e ".[dev,bench]")
+	@$(call pip_install,$(BIN),$(BENCH_PACKAGES))
 	@$(BIN)/tidewater soak $(SOAK_ARGS)
 
 clean: down ## Stop services and delete local data (.tidewater/)
