@@ -10,9 +10,12 @@ How: the keeper, the main loop of the server's own driver (``spark_jobs.thrift_s
 second at each view's stored text (one metastore call) and at the newest commit of each Delta table the
 view reads (``delta.`<loc>```, from the ``_delta_log`` folder: no Spark job). The data lives in memory
 behind a global temporary view that the server's parser sends ``serving.<p>`` reads to
-(``spark_jobs.serving_memory``). A new text (a publish, a replay switch) drops that view at once (reads
-go to the metastore's view: the new text, fresh) and builds it again. New table versions are taken in
-at most every ``thrift.max_staleness_seconds`` (a build costs about a second of CPU), without a gap.
+(``spark_jobs.serving_memory``). A new text (a publish, a replay switch) is built at once and swapped in
+without a gap: until it is, the old data answers (the state before the change, whole). It is not dropped
+first: the metastore's view would read its tables with JDBC sessions' snapshots, which may be up to
+``thrift.max_staleness_seconds`` old each, so a new cutoff could meet ``batch.<p>`` from before the publish
+(windows missing; stop 51). New table versions are taken in at most every ``thrift.max_staleness_seconds``
+(a build costs about a second of CPU), also without a gap.
 
 Guarantees: a JDBC answer from ``serving.<p>`` is one consistent state, at most the interval plus one
 rebuild behind the tables (``wait_fresh`` waits for the cache to catch up); a publish or replay switch
@@ -115,10 +118,11 @@ class ServingCache:
     def rebuild(self, view: str, seen: tuple[str, dict[str, int]]) -> None:
         started = self.built_at[view] = time.monotonic()
         before = self.cached.get(view)
-        how = "swapped"  # same text, new table versions: the old data answers until the new is in
-        if before is None or before[0] != seen[0]:
-            self.memory.drop(view)  # a new text (or none cached): reads go to the metastore's view meanwhile
-            how = "cached"
+        # new table versions or a new text (a publish, a replay switch): the old data, one consistent state,
+        # answers until the new is in. Never drop it first: reads would go to the metastore's view, whose
+        # tables JDBC sessions read with snapshots up to thrift.max_staleness_seconds old (stalenessLimit),
+        # so the new cutoff could meet batch.<p> from before its publish (windows missing; stop 51)
+        how = "cached" if before is None else "swapped" if before[0] == seen[0] else "swapped text"
         self.memory.put(view, seen[0])
         self.cached[view] = seen
         self.facts[view] = {"cached": True, "text_sha1": text_sha1(seen[0]), "versions": seen[1], "how": how,

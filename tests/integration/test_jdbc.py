@@ -409,3 +409,42 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
     assert [r[0] for r in sources] == ["batch", "speed"] and sum(r[2] for r in sources) == events, sources
     assert sources[1][1].startswith(f"{naming.speed_table(p.name, 2)} micro-batch"), sources
     _assert_no_class_errors(cfg)
+
+
+def test_a_new_view_text_is_swapped_in_while_the_old_data_answers(spark: SparkSession, cfg: TidewaterConfig,
+                                                                   tmp_path: Path) -> None:
+    """A publish or replay switch gives ``serving.<p>`` a new text. The cache keeper must build the new
+    data while the old still answers, never drop it first: reads would then go to the metastore's view,
+    whose tables JDBC sessions read with snapshots up to ``thrift.max_staleness_seconds`` old each (a CI run
+    saw the new cutoff over ``batch.<p>`` from before the publish: 21 of 30 events). The keeper runs here
+    in the test's own Spark session, on the tables the test above left (both speed versions exact)."""
+    from spark_jobs.serving import refresh_view
+    from spark_jobs.serving_cache import ServingCache
+    from spark_jobs.serving_memory import redirect_name
+
+    p = load_pipeline("sensor_readings")
+    view = naming.table("serving", p.name)
+    held = f"{spark.conf.get('spark.sql.globalTempDatabase', 'global_temp')}.{redirect_name(view)}"
+    refresh_view(spark, cfg, p, 2)
+    keeper = ServingCache(spark, [view], tmp_path / "cache.json", every=3600)
+    keeper.check()  # the first build
+    total = spark.sql(f"SELECT sum(event_count) FROM {held}").collect()[0][0]
+    assert total and keeper.facts[view]["how"] == "cached", keeper.facts
+    old_text = keeper.cached[view][0]
+    during: list[Any] = []
+    build = keeper.memory.put
+
+    def put_watched(name: str, text: str) -> None:
+        during.append(spark.sql(f"SELECT sum(event_count) FROM {held}").collect()[0][0])  # before the new is in
+        build(name, text)
+
+    keeper.memory.put = put_watched  # type: ignore[method-assign,assignment]
+    try:
+        refresh_view(spark, cfg, p, 1)  # a replay switch back: a new text, the same windows
+        keeper.check()
+        assert keeper.facts[view]["how"] == "swapped text", keeper.facts
+        assert during == [total], during  # the old data answered while the new was built
+        assert spark.sql(f"SELECT sum(event_count) FROM {held}").collect()[0][0] == total
+        assert keeper.cached[view][0] == keeper.stored_text(view) != old_text, "built from the new text"
+    finally:
+        keeper.memory.drop(view)

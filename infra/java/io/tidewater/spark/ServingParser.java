@@ -32,8 +32,8 @@ import scala.runtime.AbstractPartialFunction;
  * share), a parse of its text and an analysis that loads each Delta table's snapshot: about 80 ms of
  * the 0.15-0.2 s of a cached point query (stop 30). The global temporary view holds an in-memory
  * relation that the cache keeper ({@code spark_jobs/serving_cache.py}) builds and replaces: nothing
- * to look up or analyze. When the keeper has no data for a view (first build, new view text, a
- * failure) it drops the temporary view, and reads go to the metastore's view again.
+ * to look up or analyze. When the keeper has no data for a view (first build, a failure) there is no
+ * temporary view, and reads go to the metastore's view; a new view text is swapped in without a gap.
  *
  * <p>Only relations named {@code serving.<p>} or {@code spark_catalog.serving.<p>} in a query (or its
  * EXPLAIN) are redirected: not an unqualified name (it could be a CTE's), not a CTE's own body, not
