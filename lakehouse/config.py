@@ -108,9 +108,8 @@ class ThriftConfig:
     """The Spark Thrift server (JDBC); loopback only. ``max_staleness_seconds``: how far behind other
     processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
     the server's memory, rebuilt at most this often while its tables change (so it lags by up to this
-    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving_cache``), and other
-    tables reuse a Delta snapshot this old
-    (``spark.databricks.delta.stalenessLimit``). 0: every query reads the tables' newest commit."""
+    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving_cache``). Other tables
+    are always read at their newest commit. 0: ``serving.<p>`` too (no in-memory copy)."""
     host: str = "127.0.0.1"
     port: int = 10000
     max_staleness_seconds: int = 5

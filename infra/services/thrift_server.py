@@ -6,7 +6,8 @@ are visible by name. The driver program is ``spark_jobs/thrift_service.py``: it 
 its session (``HiveThriftServer2.startWithContext``) and keeps each ``serving.<p>`` in the server's
 memory, rebuilt when its tables change (``spark_jobs.serving_cache``), and its SQL parser sends reads of
 ``serving.<p>`` there (``infra/java/io/tidewater/spark/ServingParser.java``, built by ``infra.jars``);
-other tables reuse a Delta snapshot for as long (``thrift.max_staleness_seconds``, Delta's ``stalenessLimit``).
+other tables are read at their newest commit (Delta's ``stalenessLimit`` stays 0: a view over two tables read
+with snapshots of different ages could pair a new cutoff with ``batch.<p>`` from before its publish; stop 51).
 JDBC URL:
 ``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
 
@@ -149,7 +150,7 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     server = {"hive.server2.thrift.bind.host": cfg.thrift.host, "hive.server2.thrift.port": str(cfg.thrift.port),
               "hive.server2.authentication": AUTH, "hive.server2.transport.mode": "binary"}
     conf.update({f"spark.hadoop.{key}": value for key, value in server.items()})  # HiveServer2 reads Hadoop's conf
-    conf[STALENESS_KEY] = f"{cfg.thrift.max_staleness_seconds}s"  # queries skip the log listing of fresh snapshots
+    conf[STALENESS_KEY] = "0"  # every query reads each table's newest commit (see the module's docstring)
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     from lakehouse.pipeline import available_pipelines
