@@ -107,6 +107,45 @@ def api(cfg: Any, path: str) -> Any:
         return json.loads(resp.read())
 
 
+def log_in(page: Any, cfg: Any) -> None:
+    """The login form, filled and sent as a user does. On a loaded 2-core machine the single-page app
+    can mount the form again after its first paint, which empties the fields (CI: the Enter then sent
+    nothing and the page sat on /login). So the fields are read back before the click, and a click that
+    sent no POST is repeated. A POST the server answers with the login page again fails at once."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from infra.services import superset
+
+    secret = superset.password(cfg)
+    for _ in range(3):
+        page.wait_for_load_state("networkidle", timeout=120_000)
+        page.locator("#username").fill(superset.USER)
+        page.locator("#password").fill(secret)
+        if page.input_value("#username") != superset.USER or page.input_value("#password") != secret:
+            continue  # the form was mounted again between the fills
+        try:
+            with page.expect_request(lambda r: r.method == "POST" and "/login" in r.url, timeout=30_000):
+                page.get_by_role("button", name="Sign in").click()
+        except PlaywrightTimeout:
+            continue  # the click reached a form that was being replaced
+        try:
+            page.wait_for_url(lambda u: "/login" not in u, timeout=120_000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"the login POST left the browser on {page.url}; the page says "
+                                 f"{page.locator('body').inner_text()[:500]!r}; Superset log:\n"
+                                 f"{_log_tail(cfg)}") from None
+        me = page.request.get(f"{superset.base_url(cfg)}/api/v1/me/", timeout=60_000)
+        assert me.ok, f"login sent, yet /api/v1/me/ answers {me.status}: {me.text()[:300]}"
+        return
+    raise AssertionError(f"the login form never sent its POST; page {page.url}; Superset log:\n{_log_tail(cfg)}")
+
+
+def _log_tail(cfg: Any) -> str:
+    from infra.services import superset
+
+    return superset._process(cfg).log_file.read_text(errors="replace")[-3000:]
+
+
 def test_provisioning_is_idempotent_and_secret(bi: Any) -> None:
     from infra.services import superset
     from infra.superset import bundle
@@ -136,11 +175,9 @@ def test_dashboard_renders_every_chart_with_data(bi: Any) -> None:
         page = browser.new_page(viewport={"width": 1600, "height": 1100})
         page.goto(superset.dashboard_url(bi), timeout=60_000)
         page.wait_for_url(lambda u: "/login" in u, timeout=60_000)  # login is required
-        page.fill("#username", superset.USER)
-        page.fill("#password", superset.password(bi))
-        page.keyboard.press("Enter")
-        page.wait_for_url(lambda u: "/login" not in u, timeout=60_000)
+        log_in(page, bi)
         page.goto(superset.dashboard_url(bi), timeout=120_000)
+        assert "/login" not in page.url, f"logged in, yet the dashboard sent the browser to {page.url}"
         holders = page.locator(".dashboard-component-chart-holder")
         try:  # the dashboard's JS bundle is large: on a busy 2-core machine its first load took over 60 s
             holders.first.wait_for(timeout=240_000)
