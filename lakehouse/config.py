@@ -29,6 +29,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_WARM_UP_PLAN_ROUNDS": "spark.warm_up_plan_rounds",
     "TIDEWATER_WARM_UP_RECORD_ROUNDS": "spark.warm_up_record_rounds",
     "TIDEWATER_INTERPRETED_MAX_RECORDS": "spark.interpreted_max_records",
+    "TIDEWATER_MAX_OFFSETS_PER_TRIGGER": "spark.max_offsets_per_trigger",
     "TIDEWATER_METASTORE_PORT": "metastore.port",
     "TIDEWATER_METASTORE_BACKEND": "metastore.backend",
     "TIDEWATER_AIRFLOW_DATABASE": "airflow.database",

@@ -119,9 +119,9 @@ class ServingCache:
         started = self.built_at[view] = time.monotonic()
         before = self.cached.get(view)
         # new table versions or a new text (a publish, a replay switch): the old data, one consistent state,
-        # answers until the new is in. Never drop it first: reads would go to the metastore's view, whose
-        # tables JDBC sessions read with snapshots up to thrift.max_staleness_seconds old (stalenessLimit),
-        # so the new cutoff could meet batch.<p> from before its publish (windows missing; stop 51)
+        # answers until the new is in. Never drop it first: reads would go to the metastore's view and pay
+        # its full recompute (stop 51: with JDBC sessions then reading snapshots up to 5 s old, that view
+        # paired the new cutoff with batch.<p> from before its publish; they now read the newest commits)
         how = "cached" if before is None else "swapped" if before[0] == seen[0] else "swapped text"
         self.memory.put(view, seen[0])
         self.cached[view] = seen

@@ -116,6 +116,7 @@ def test_a_collector_chosen_in_jvm_options_replaces_the_brokers_own(tmp_path: Pa
         ("kafka: {brokers: 3, port: 65533}\n", {}, "'kafka.port' is 65533; expected a port low enough for 3 brokers"),
         ("{}", {"TIDEWATER_INTERPRETED_MAX_RECORDS": "-1"},
          "'spark.interpreted_max_records' is -1; expected an integer from 0 (always Spark's generated code) to 1000000"),
+        ("{}", {"TIDEWATER_MAX_OFFSETS_PER_TRIGGER": "0"}, "'spark.max_offsets_per_trigger' is 0; expected an integer >= 1"),
         ("{}", {"TIDEWATER_AIRFLOW_ACTIVE_DAGS": "speed,supervisor"},
          "'airflow.active_dags' is 'speed,supervisor'; expected comma-separated DAG names out of speed, batch"),
     ],
