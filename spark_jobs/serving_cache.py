@@ -12,9 +12,7 @@ view reads (``delta.`<loc>```, from the ``_delta_log`` folder: no Spark job). Th
 behind a global temporary view that the server's parser sends ``serving.<p>`` reads to
 (``spark_jobs.serving_memory``). A new text (a publish, a replay switch) is built at once and swapped in
 without a gap: until it is, the old data answers (the state before the change, whole). It is not dropped
-first: the metastore's view would read its tables with JDBC sessions' snapshots, which may be up to
-``thrift.max_staleness_seconds`` old each, so a new cutoff could meet ``batch.<p>`` from before the publish
-(windows missing; stop 51). New table versions are taken in at most every ``thrift.max_staleness_seconds``
+first: reads would go to the metastore's view meanwhile and pay its full recompute. New table versions are taken in at most every ``thrift.max_staleness_seconds``
 (a build costs about a second of CPU), also without a gap.
 
 Guarantees: a JDBC answer from ``serving.<p>`` is one consistent state, at most the interval plus one
@@ -120,13 +118,14 @@ class ServingCache:
         before = self.cached.get(view)
         # new table versions or a new text (a publish, a replay switch): the old data, one consistent state,
         # answers until the new is in. Never drop it first: reads would go to the metastore's view and pay
-        # its full recompute (stop 51: with JDBC sessions then reading snapshots up to 5 s old, that view
-        # paired the new cutoff with batch.<p> from before its publish; they now read the newest commits)
+        # its full recompute
         how = "cached" if before is None else "swapped" if before[0] == seen[0] else "swapped text"
         self.memory.put(view, seen[0])
         self.cached[view] = seen
         self.facts[view] = {"cached": True, "text_sha1": text_sha1(seen[0]), "versions": seen[1], "how": how,
                             "built_at": datetime.now(UTC).isoformat(), "build_seconds": round(time.monotonic() - started, 3)}
+        self.log(f"serving cache: {view} {how} (text {self.facts[view]['text_sha1'][:10]}, versions "
+                 f"{ {local_path(k).name: v for k, v in seen[1].items()} }, {self.facts[view]['build_seconds']} s)")
 
     def write_state(self) -> None:
         tmp = self.state.with_suffix(".tmp")

@@ -7,7 +7,7 @@ its session (``HiveThriftServer2.startWithContext``) and keeps each ``serving.<p
 memory, rebuilt when its tables change (``spark_jobs.serving_cache``), and its SQL parser sends reads of
 ``serving.<p>`` there (``infra/java/io/tidewater/spark/ServingParser.java``, built by ``infra.jars``);
 other tables are read at their newest commit (Delta's ``stalenessLimit`` stays 0: a view over two tables read
-with snapshots of different ages could pair a new cutoff with ``batch.<p>`` from before its publish; stop 51).
+with snapshots of different ages could pair a new cutoff with ``batch.<p>`` from before its publish).
 JDBC URL:
 ``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
 
