@@ -12,8 +12,9 @@ view reads (``delta.`<loc>```, from the ``_delta_log`` folder: no Spark job). Th
 behind a global temporary view that the server's parser sends ``serving.<p>`` reads to
 (``spark_jobs.serving_memory``). A new text (a publish, a replay switch) is built at once and swapped in
 without a gap: until it is, the old data answers (the state before the change, whole). It is not dropped
-first: reads would go to the metastore's view meanwhile and pay its full recompute. New table versions are taken in at most every ``thrift.max_staleness_seconds``
-(a build costs about a second of CPU), also without a gap.
+first: reads would go to the metastore's view meanwhile and pay its full recompute. New table versions
+are taken in at most every ``thrift.max_staleness_seconds`` (a build costs about a second of CPU), also
+without a gap.
 
 Guarantees: a JDBC answer from ``serving.<p>`` is one consistent state, at most the interval plus one
 rebuild behind the tables (``wait_fresh`` waits for the cache to catch up); a publish or replay switch

@@ -133,17 +133,12 @@ def log_in(page: Any, cfg: Any) -> None:
         except PlaywrightTimeout:
             raise AssertionError(f"the login POST left the browser on {page.url}; the page says "
                                  f"{page.locator('body').inner_text()[:500]!r}; Superset log:\n"
-                                 f"{_log_tail(cfg)}") from None
+                                 f"{superset._process(cfg).tail(30)}") from None
         me = page.request.get(f"{superset.base_url(cfg)}/api/v1/me/", timeout=60_000)
         assert me.ok, f"login sent, yet /api/v1/me/ answers {me.status}: {me.text()[:300]}"
         return
-    raise AssertionError(f"the login form never sent its POST; page {page.url}; Superset log:\n{_log_tail(cfg)}")
-
-
-def _log_tail(cfg: Any) -> str:
-    from infra.services import superset
-
-    return superset._process(cfg).log_file.read_text(errors="replace")[-3000:]
+    raise AssertionError(f"the login form never sent its POST; page {page.url}; Superset log:\n"
+                         f"{superset._process(cfg).tail(30)}")
 
 
 def test_provisioning_is_idempotent_and_secret(bi: Any) -> None:
