@@ -44,6 +44,11 @@ from spark_jobs.io.recent_arrivals import RecentArrivals
 from spark_jobs.io.stream_progress_rows import ProgressRows
 from spark_jobs.step_timer import Steps
 
+# The micro-batch's cache is read a few times and then dropped: encoding its columns compactly costs
+# more CPU than it saves. Building the cache of 500,000 parsed records took 2.85 s uncompressed against
+# 3.88 s compressed (medians of 5 interleaved rounds; reads 0.57 s against 0.68 s): stop 53 in
+# benchmarks/README.md.
+CACHE_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 
 
@@ -68,6 +73,9 @@ class StreamBatch:
         from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
+        # before the query starts (it runs on a copy of the session's conf): see CACHE_CONF
+        for key, value in CACHE_CONF.items():
+            spark.conf.set(key, value)
         self.roles, self.floors = roles, floors
         self.interpreted_max_records = interpreted_max_records  # spark.interpreted_max_records
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)

@@ -61,3 +61,28 @@ def test_reason_codes(spark: SparkSession) -> None:
     assert valid[0].temperature == 21.5 and valid[0].event_time.astimezone(UTC) == ARRIVED
     q = quarantined(df).where("kafka_offset = 1").collect()[0]
     assert q.raw_value == cases["MALFORMED_JSON"] and q.kafka_topic == "sensor-readings"
+
+
+def test_edge_cases_of_the_json_values(spark: SparkSession) -> None:
+    """Extra and nested fields, numbers sent as text and text sent as numbers, nulls, names in another
+    case, JSON that is not an object, and text after the object: each gets its reason (or none)."""
+    p = load_pipeline("sensor_readings")
+    good = {"event_id": "e1", "sensor_id": "s1", "timestamp": NOW_MS, "temperature": 21.5}
+    cases = [
+        (json.dumps({**good, "extra": {"nested": [1, 2]}}), None),  # more fields than the schema: valid
+        (json.dumps({**good, "event_id": 7, "temperature": "21.5"}), None),  # numbers as text and back
+        (json.dumps({**good, "temperature": {"x": 1}}), "WRONG_TYPE"),  # an object where a double belongs
+        (json.dumps({**good, "timestamp": None, "temperature": None}), "MISSING_FIELD"),  # explicit nulls
+        (json.dumps({k: v for k, v in good.items() if k != "event_id"}), "MISSING_FIELD"),
+        (json.dumps({**good, "Event_ID": "e1"} | {"event_id": None}), "NULL_ID"),  # names are case-sensitive
+        ("{}", "MISSING_FIELD"),
+        ("null", "MALFORMED_JSON"),
+        ('"a string"', "MALFORMED_JSON"),
+        (json.dumps(good) + " trailing", None),  # Spark's JSON reader stops after the object
+    ]
+    df = _kafka_rows(spark, [v for v, _ in cases]).transform(classify(p))
+    rows = {r.kafka_offset: r for r in df.collect()}
+    assert {i: rows[i].reason_code for i in rows} == {i: code for i, (_, code) in enumerate(cases)}
+    assert (rows[0].event_id, rows[0].sensor_id, rows[0].temperature) == ("e1", "s1", 21.5)
+    assert (rows[1].event_id, rows[1].temperature) == ("7", 21.5)
+    assert "is not a double" in rows[2].reason and '{"x":1}' in rows[2].reason
