@@ -2,14 +2,15 @@
 
 The file is ``tidewater.yml`` in the working directory, or the path in ``TIDEWATER_CONFIG``.
 Environment variables override single keys (see ``ENV_OVERRIDES``). Every problem raises
-:class:`ConfigError` naming the key, what it holds and the form that is expected.
+:class:`ConfigError` naming the key, what it holds and the form that is expected. The raw values
+become these dataclasses in ``lakehouse.config_parse``; the checks they must pass are
+``lakehouse.config_checks``.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,6 @@ ENV_OVERRIDES = {
     "TIDEWATER_JOB_SERVICE_PORT": "job_service.port",
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
-_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
-_OFFSETS = ("earliest", "latest")
 MAX_BROKERS = 9
 # the choices of a database setting, first = default (postgres: infra/services/postgres.py, docs/operations.md)
 DATABASES = {"metastore.backend": ("derby", "postgres"), "airflow.database": ("sqlite", "postgres")}
@@ -203,146 +202,12 @@ class TidewaterConfig:
         return out
 
 
-def _coerce(key: str, value: Any, typ: Any, default: Any) -> Any:
-    """Convert one raw value to the field's type, or raise a ConfigError that names the key."""
-    type_name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
-    if type_name == "int":
-        if isinstance(value, bool):
-            raise ConfigError(key, value, "an integer, e.g. 4")
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(key, value, "an integer, e.g. 4") from None
-    if type_name == "bool":
-        if isinstance(value, bool) or str(value).lower() in ("true", "false", "1", "0"):
-            return value if isinstance(value, bool) else str(value).lower() in ("true", "1")
-        raise ConfigError(key, value, "true or false")
-    if type_name == "str":
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ConfigError(key, value, "a string")
-        return str(value)
-    if type_name == "Path":
-        if not isinstance(value, (str, Path)) or not str(value):
-            raise ConfigError(key, value, "a folder path, e.g. .tidewater")
-        return Path(value)
-    if is_dataclass(default):
-        if not isinstance(value, dict):
-            raise ConfigError(key, value, f"a mapping with keys {[f.name for f in fields(default)]}")
-        return _build(type(default), value, prefix=f"{key}.", base=default)
-    if "dict" in type_name:
-        if not isinstance(value, dict):
-            raise ConfigError(key, value, "a mapping, e.g. {sensor_readings: {watermark: '5 minutes'}}")
-        return value
-    return value
-
-
-def _build(cls: type, raw: dict[str, Any], prefix: str = "", base: Any = None) -> Any:
-    base = base if base is not None else cls()
-    known = {f.name: f for f in fields(cls)}
-    kwargs = {}
-    for key, value in raw.items():
-        if key not in known or key == "source":
-            raise ConfigError(
-                f"{prefix}{key}", value, f"one of the known keys: {', '.join(k for k in known if k != 'source')}"
-            )
-        kwargs[key] = _coerce(f"{prefix}{key}", value, known[key].type, getattr(base, key))
-    return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)}, **kwargs})
-
-
-def _set_dotted(raw: dict[str, Any], dotted: str, value: str) -> None:
-    node = raw
-    *parents, leaf = dotted.split(".")
-    for part in parents:
-        node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
-    node[leaf] = value
-
-
-def _validate(cfg: TidewaterConfig) -> None:
-    if cfg.mode not in MODES:
-        raise ConfigError("mode", cfg.mode, "'lambda' or 'kappa'")
-    if not _MASTER.match(cfg.spark.master):
-        raise ConfigError(
-            "spark.master", cfg.spark.master, "local[*], local[N], spark://HOST:PORT, k8s://URL or yarn"
-        )
-    if cfg.kafka.starting_offsets not in _OFFSETS:
-        raise ConfigError("kafka.starting_offsets", cfg.kafka.starting_offsets, "'earliest' or 'latest'")
-    if cfg.kafka.partitions < 1:
-        raise ConfigError("kafka.partitions", cfg.kafka.partitions, "an integer >= 1")
-    for key, port in (
-        ("kafka.port", cfg.kafka.port),
-        ("kafka.controller_port", cfg.kafka.controller_port),
-        ("metastore.port", cfg.metastore.port),
-        ("thrift.port", cfg.thrift.port),
-        ("airflow.port", cfg.airflow.port),
-        ("bi.port", cfg.bi.port),
-        ("job_service.port", cfg.job_service.port),
-        ("postgres.port", cfg.postgres.port),
-    ):
-        if not 1 <= port <= 65535:
-            raise ConfigError(key, port, "a TCP port between 1 and 65535")
-    _validate_brokers(cfg.kafka)
-    _validate_databases(cfg)
-    unknown = sorted(set(cfg.airflow.active) - set(DAGS))
-    if unknown:
-        raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
-    for key, host in (("bi.host", cfg.bi.host), ("job_service.host", cfg.job_service.host)):
-        if host not in LOOPBACK:
-            raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
-    if cfg.spark.max_offsets_per_trigger < 1:
-        raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
-    if not 0 <= cfg.spark.speed_nice <= 19:
-        raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
-    for key in ("warm_up_plan_rounds", "warm_up_record_rounds"):
-        if not 0 <= getattr(cfg.spark, key) <= 10:
-            raise ConfigError(f"spark.{key}", getattr(cfg.spark, key), "an integer from 0 (no warm-up) to 10")
-    if not 0 <= cfg.spark.interpreted_max_records <= 1_000_000:
-        raise ConfigError("spark.interpreted_max_records", cfg.spark.interpreted_max_records,
-                          "an integer from 0 (always Spark's generated code) to 1000000")
-    if not 0 <= cfg.thrift.max_staleness_seconds <= 60:
-        raise ConfigError("thrift.max_staleness_seconds", cfg.thrift.max_staleness_seconds,
-                          "an integer from 0 (every JDBC query reads the newest commit) to 60")
-    if cfg.spark.trigger_seconds < 0:
-        raise ConfigError("spark.trigger_seconds", cfg.spark.trigger_seconds, "an integer >= 0")
-    try:
-        flags = cfg.jvm_flags
-    except ValueError:
-        flags = ["<unbalanced quotes>"]
-    if any(not flag.startswith("-") for flag in flags):
-        raise ConfigError("jvm_options", cfg.jvm_options, "JVM flags separated by spaces, e.g. -XX:TieredStopAtLevel=1")
-    for name, over in cfg.pipelines.items():
-        if over is not None and not isinstance(over, dict):
-            raise ConfigError(f"pipelines.{name}", over, "a mapping of overrides, e.g. {watermark: '5 minutes'}")
-    if not re.match(r"^\d+[gmk]$", cfg.spark.driver_memory):
-        raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
-
-
-def _validate_databases(cfg: TidewaterConfig) -> None:
-    for key, value in (("metastore.backend", cfg.metastore.backend), ("airflow.database", cfg.airflow.database)):
-        if value not in DATABASES[key]:
-            raise ConfigError(key, value, " or ".join(f"'{choice}'" for choice in DATABASES[key]))
-    if cfg.postgres.managed and cfg.postgres.host not in LOOPBACK:
-        raise ConfigError("postgres.host", cfg.postgres.host, "a loopback address (127.0.0.1) while postgres.managed "
-                          "is true; set postgres.managed: false for an existing server")
-    if not re.match(r"^[a-z_][a-z0-9_]{0,62}$", cfg.postgres.user):
-        raise ConfigError("postgres.user", cfg.postgres.user, "a role name: lower-case letters, digits and _")
-
-
-def _validate_brokers(k: KafkaConfig) -> None:
-    if not 1 <= k.brokers <= MAX_BROKERS:
-        raise ConfigError("kafka.brokers", k.brokers, f"an integer from 1 to {MAX_BROKERS} (3 survives one broker down)")
-    ports = k.node_ports()
-    clients, controllers = {p for _, p, _ in ports}, {c for _, _, c in ports}
-    if max(clients | controllers) > 65535:
-        raise ConfigError("kafka.port", k.port, f"a port low enough for {k.brokers} brokers ({PORT_STRIDE} apart)")
-    if clients & controllers:
-        raise ConfigError("kafka.controller_port", k.controller_port,
-                          f"a port whose series (+{PORT_STRIDE} per broker) misses the broker ports "
-                          f"{', '.join(map(str, sorted(clients)))}, e.g. kafka.port + 1")
-
-
 def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> TidewaterConfig:
     """Load ``tidewater.yml`` (or ``path``/``$TIDEWATER_CONFIG``), apply env overrides, validate."""
     import yaml
+
+    from lakehouse.config_checks import validate  # it reads this module's constants
+    from lakehouse.config_parse import build, set_dotted
 
     env = dict(os.environ if env is None else env)
     explicit = path or env.get("TIDEWATER_CONFIG")
@@ -362,10 +227,10 @@ def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] 
         raise ConfigError("TIDEWATER_CONFIG", str(cfg_path), "the path of an existing YAML file")
     for var, dotted in ENV_OVERRIDES.items():
         if env.get(var):
-            _set_dotted(raw, dotted, env[var])
-    cfg = _build(TidewaterConfig, raw)
+            set_dotted(raw, dotted, env[var])
+    cfg = build(TidewaterConfig, raw)
     data_dir = cfg.data_dir if cfg.data_dir.is_absolute() else (cfg_path.resolve().parent / cfg.data_dir)
     cfg = TidewaterConfig(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, "data_dir": data_dir,
                              "source": str(cfg_path.resolve()) if cfg_path.exists() else "<defaults>"})
-    _validate(cfg)
+    validate(cfg)
     return cfg

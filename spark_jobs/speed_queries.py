@@ -76,8 +76,9 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
     from pyspark.sql import functions as F
 
     from spark_jobs.io import lineage
+    from spark_jobs.io.cached_records import WATERMARK_COLUMN
     from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.io.stream_batch import WATERMARK_COLUMN, StreamBatch
+    from spark_jobs.io.stream_batch import StreamBatch
     from spark_jobs.io.stream_warm_up import warm_up
     from spark_jobs.transforms.parse import classify, with_kafka_metadata
 

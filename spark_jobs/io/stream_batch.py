@@ -44,27 +44,6 @@ from spark_jobs.io.recent_arrivals import RecentArrivals
 from spark_jobs.io.stream_progress_rows import ProgressRows
 from spark_jobs.step_timer import Steps
 
-# The micro-batch's cache is read a few times and then dropped: encoding its columns compactly costs
-# more CPU than it saves. Building the cache of 500,000 parsed records took 2.85 s uncompressed against
-# 3.88 s compressed (medians of 5 interleaved rounds; reads 0.57 s against 0.68 s): stop 53 in
-# benchmarks/README.md.
-CACHE_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
-WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
-
-
-def cached_form(records: Any, batch_time: datetime) -> Any:
-    """A micro-batch's records as the sink caches them: without the watermark column, with the raw
-    text only where quarantine needs it (a smaller cache for every later step), and ``ingest_time`` =
-    ``batch_time`` (the micro-batch's time in its offset-log entry: the same in a re-run), as a column
-    that Spark's generated code does not compile in (``io.batch_values``)."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.io import batch_values
-
-    stamped = {"ingest_time": batch_values.timestamp(records.sparkSession, batch_time).alias("ingest_time"),
-               "raw_value": F.when(F.col("reason_code").isNotNull(), F.col("raw_value")).alias("raw_value")}
-    return records.select(*(stamped.get(c, F.col(c)) for c in records.columns if c != WATERMARK_COLUMN))
-
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
@@ -73,6 +52,8 @@ class StreamBatch:
         from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
 
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
+        from spark_jobs.io.cached_records import CACHE_CONF
+
         # before the query starts (it runs on a copy of the session's conf): see CACHE_CONF
         for key, value in CACHE_CONF.items():
             spark.conf.set(key, value)
@@ -106,6 +87,7 @@ class StreamBatch:
     def __call__(self, df: Any, batch_id: int) -> None:
 
         from spark_jobs.io import execution_mode, lineage
+        from spark_jobs.io.cached_records import cached_form
         from spark_jobs.io.lineage import from_floor
 
         started = time.monotonic()
@@ -153,30 +135,16 @@ class StreamBatch:
 
     def stats(self, df: Any, wm: datetime | None) -> Any:
         """Per role (its floor applied): records, unusable records, late events, and the event-time
-        range of valid events (``lo``: on-time only)."""
-        from pyspark.sql import functions as F
+        range of valid events (``cached_records.counts``)."""
+        from spark_jobs.io.cached_records import counts
 
-        from spark_jobs.io.lineage import floor_sql
-
-        ingest, quarantine, speed = (F.expr(floor_sql(self.floors.get(role))) for role in ("ingest", "quarantine", "speed"))
-        valid = F.col("reason_code").isNull()
-        unusable = ingest & quarantine & ~valid  # the ones quarantine does not hold yet
-        late_if = F.col("_late")  # projected first: Spark keeps a non-deterministic value out of aggregates
-        at = F.struct("kafka_partition", "kafka_offset")
-        return df.withColumn("_late", self.late(wm)).agg(F.count_if(ingest).alias("n_ingest"), F.count_if(unusable).alias("bad"),
-                      F.first(F.when(ingest & valid, at), ignorenulls=True).alias("valid_at"),
-                      F.first(F.when(unusable, at), ignorenulls=True).alias("bad_at"),
-                      F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late_if).alias("late"),
-                      F.min(F.when(speed & valid & ~late_if, F.col("event_time"))).alias("lo"),
-                      F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
+        return counts(df, self.floors, self.late(wm))
 
     def late(self, wm: datetime | None) -> Any:
-        """True for an event behind the watermark ``wm`` (outside the generated code: ``io.batch_values``)."""
-        from pyspark.sql import functions as F
+        """True for an event behind the watermark ``wm`` (``cached_records.behind``)."""
+        from spark_jobs.io.cached_records import behind
 
-        from spark_jobs.io import batch_values
-
-        return F.col("event_time") < batch_values.timestamp(self.spark, wm) if wm is not None else F.lit(False)
+        return behind(self.spark, wm)
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
         """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).

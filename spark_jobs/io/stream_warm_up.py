@@ -33,9 +33,9 @@ RECORDS_PER_PARTITION = 500
 
 def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
     """``sink``: the query's ``StreamBatch``; ``schema``: the schema of the records it is given."""
+    from spark_jobs.io.cached_records import WATERMARK_COLUMN
     from spark_jobs.io.lineage import committed_batches, offset_log_entry
     from spark_jobs.io.partials_table import write_scratch
-    from spark_jobs.io.stream_batch import WATERMARK_COLUMN
 
     if "speed" not in sink.roles:
         return
@@ -77,8 +77,8 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
     """``spark.warm_up_record_rounds`` rounds of a level micro-batch's work on the topic's latest records."""
     from lakehouse.utc import as_utc
     from spark_jobs.io import execution_mode
+    from spark_jobs.io.cached_records import cached_form
     from spark_jobs.io.partials_table import write_scratch
-    from spark_jobs.io.stream_batch import cached_form
 
     records, count = latest_records(sink.spark, cfg, sink.p)
     if records is None:
