@@ -84,9 +84,11 @@ def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str
 def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, table: str,
                    spark: Any = None, build_docs: bool = True,
                    read_cutoff: CutoffReader | None = None,
-                   in_memory_max_rows: int = IN_MEMORY_MAX_ROWS) -> ValidationOutcome:
+                   in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> ValidationOutcome:
     """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame).
-    ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped)."""
+    ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped).
+    ``rows``: the rows of the table's frame when the caller knows them (a batch run's staged upserts),
+    so that choosing the engine costs no count."""
     if kind not in KINDS:
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
     if kind == "serving" and read_cutoff is None:
@@ -104,7 +106,8 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     with runtime_context(cfg) as context:
         for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
             try:
-                _run_suite(context, suite_kind, p.name, df, outcome, build_docs, in_memory_max_rows)
+                known = rows if suite_kind == kind else None
+                _run_suite(context, suite_kind, p.name, df, outcome, build_docs, in_memory_max_rows, known)
             finally:  # GX persists the frame it validates and never releases it: in the job service every
                 df.unpersist()  # check would leave one more cached copy of a table behind
         if build_docs:
@@ -113,21 +116,24 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     return outcome
 
 
-def in_memory_if_small(df: Any, max_rows: int) -> tuple[Any, str]:
-    """``df`` as a pandas frame when it has at most ``max_rows`` rows (a count that stops early),
-    else as it is; and the name of the GX data source for it."""
-    if max_rows <= 0 or df.limit(max_rows + 1).count() > max_rows:
+def in_memory_if_small(df: Any, max_rows: int, rows: int | None = None) -> tuple[Any, str]:
+    """``df`` as a pandas frame when it has at most ``max_rows`` rows, else as it is; and the name of
+    the GX data source for it. ``rows``: its known row count; without it, a count that stops early
+    (a Spark job: 0.6 s of a 7.9 s gate at 264,000 staged windows on a slow machine, stop 54)."""
+    if rows is None and max_rows > 0:
+        rows = df.limit(max_rows + 1).count()
+    if max_rows <= 0 or rows is None or rows > max_rows:
         return df, DATASOURCE
     return df.toPandas(), IN_MEMORY_DATASOURCE
 
 
 def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: ValidationOutcome,
-               build_docs: bool, in_memory_max_rows: int = IN_MEMORY_MAX_ROWS) -> None:
+               build_docs: bool, in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> None:
     import great_expectations as gx
 
     name = suite_name(suite_kind, pipeline)
     suite = context.suites.get(name)
-    df, source_name = in_memory_if_small(df, in_memory_max_rows)
+    df, source_name = in_memory_if_small(df, in_memory_max_rows, rows)
     try:
         source = context.data_sources.get(source_name)
     except (KeyError, ValueError):

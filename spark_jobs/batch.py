@@ -125,12 +125,13 @@ def staged_counts(spark: SparkSession, staging: str, has_deletes: bool) -> dict[
     return {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
 
 
-def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str) -> str:
+def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str, rows: int | None = None) -> str:
     """Run the quality gate; raise if it fails. Fails closed: without the expectations package
-    (an ImportError) nothing can be audited, so nothing is published."""
+    (an ImportError) nothing can be audited, so nothing is published. ``rows``: the staged upserts,
+    when known (``runner.validate_table``)."""
     from expectations import runner
 
-    result = runner.validate_table(cfg, p, "staging", table, spark=spark)
+    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows)
     if not result.success:
         raise TidewaterError(f"batch: quality gate failed on {table}; not published. {result.summary()}")
     return str(result.summary())
@@ -159,7 +160,7 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
         steps.done("stage")
         recording = Background(batch_runs.save, spark, staged, True, known)
         try:
-            validate(spark, cfg, p, naming.staging_table("batch", p.name))
+            validate(spark, cfg, p, naming.staging_table("batch", p.name), rows=int(staged["windows_written"]))
         except TidewaterError as exc:
             recording.join()
             staged.update(status="failed", message=str(exc)[:1000])
