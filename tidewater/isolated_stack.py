@@ -29,7 +29,7 @@ KAFKA_PORT_BLOCK = 6  # up to 3 brokers: client ports base, base+2, base+4; cont
 def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = False) -> Iterator[dict[str, str]]:
     """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs; the folder
     is deleted afterwards unless ``keep``."""
-    from infra.services.process import free_port_block
+    from infra.services.ports import free_port_block
 
     data = Path(tempfile.mkdtemp(prefix=prefix))
     kafka = free_port_block(KAFKA_PORT_BLOCK)  # kafka.brokers (config) <= 3 fits; see KafkaConfig.node_ports
@@ -51,7 +51,7 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
 
 
 def _port_outside(kafka: int) -> int:
-    from infra.services.process import free_port
+    from infra.services.ports import free_port
 
     port = free_port()
     while kafka <= port < kafka + KAFKA_PORT_BLOCK:

@@ -220,30 +220,6 @@ def wait_until(check: Callable[[], bool], timeout: float, interval: float = 0.5)
     return check()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def free_port_block(size: int, attempts: int = 50) -> int:
-    """The first of ``size`` consecutive ports that are all free right now (e.g. a Kafka cluster's)."""
-    for _ in range(attempts):
-        base = free_port()
-        if base + size <= 65536 and all(_bindable(base + i) for i in range(1, size)):
-            return base
-    raise OSError(f"no {size} consecutive free ports found on 127.0.0.1")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def start_healthy(proc: ManagedProcess, argv: Sequence[str], healthy: Callable[[], bool], timeout: float,
                   failure: str, tail: int = 15, interval: float = 0.5, env: dict[str, str] | None = None,
                   cwd: Path | None = None, marker: str | None = None) -> int:

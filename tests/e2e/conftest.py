@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="package")
 def tw_env() -> Iterator[dict[str, str]]:
-    from infra.services.process import free_port
+    from infra.services.ports import free_port
 
     with isolated_env({**POSTGRES, "TIDEWATER_POSTGRES_PORT": str(free_port())}) as env:
         yield env

@@ -60,7 +60,7 @@ def make_data(cfg: Any) -> None:
 def bi(stack: Any) -> Iterator[Any]:
     """Thrift server and Superset started (in a thread) while the CLI makes the data."""
     from infra.services import superset, thrift_server
-    from infra.services.process import free_port
+    from infra.services.ports import free_port
 
     if not Path(superset.VENV / "bin" / "superset").exists():
         pytest.fail(f"{superset.VENV} is missing: 'make test' builds it ('make bi-venv')")

@@ -33,7 +33,8 @@ spark.stop()
 def test_delta_write_and_read_on_standalone_master(stack: TidewaterConfig) -> None:
     import pyspark
 
-    from infra.services.process import ManagedProcess, free_port, port_open, wait_until
+    from infra.services.ports import free_port
+    from infra.services.process import ManagedProcess, port_open, wait_until
 
     spark_home = Path(pyspark.__file__).parent
     master_port, worker_ui, master_ui = free_port(), free_port(), free_port()

@@ -179,7 +179,7 @@ def test_a_log_made_for_another_quorum_is_refused(tmp_path: Path) -> None:
 
 def test_external_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
     from infra.services import kafka_broker
-    from infra.services.process import free_port
+    from infra.services.ports import free_port
     from lakehouse.errors import ServiceError
 
     cfg = load_config(_write(tmp_path, f"data_dir: {tmp_path / 'd'}\n"),

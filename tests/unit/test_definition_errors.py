@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.services.process import free_port
+from infra.services.ports import free_port
 from lakehouse.config import load_config
 from lakehouse.errors import ConfigError, PipelineDefinitionError, TidewaterError
 from lakehouse.pipeline import PIPELINES_DIR, load_pipeline, parse_pipeline

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.services.process import free_port
+from infra.services.ports import free_port
 from lakehouse.config import load_config
 from spark_jobs.synthetic_events import Record
 
