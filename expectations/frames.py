@@ -20,23 +20,35 @@ from lakehouse.pipeline import Pipeline
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 CutoffReader = Callable[["SparkSession", str], "datetime | None"]
 """Reads a pipeline's last published batch cutoff (``None`` before the first publish)."""
 
 
-def table_frame(spark: SparkSession, kind: str, table: str) -> DataFrame:
+def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline) -> DataFrame:
     """The table to validate. Window tables' doubles are rounded to 9 decimals, so ``min <= avg <= max``
-    tolerates floating-point summation error (an avg of 42.599999999999994 over values all 42.6)."""
+    tolerates floating-point summation error (an avg of 42.599999999999994 over values all 42.6), and
+    they get one difference column per ordered pair (``suites.ordered_pairs``; timestamps in
+    microseconds), which their suites check with the other column checks in one aggregate job."""
     from pyspark.sql import functions as F
+
+    from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 
     df = spark.table(table)
     if "op" in df.columns:  # a staging table: deleted windows carry no values
         df = df.where("op = 'upsert'")
-    if kind != "bronze":
-        df = df.select(*(F.round(c, 9).alias(c) if t == "double" else F.col(c) for c, t in df.dtypes))
-    return df
+    if kind == "bronze":
+        return df
+    types = dict(df.dtypes)
+    df = df.select(*(F.round(c, 9).alias(c) if t == "double" else F.col(c) for c, t in df.dtypes))
+    if kind not in WINDOW_KINDS:
+        return df
+
+    def value(c: str) -> Column:
+        return F.unix_micros(F.col(c)) if types[c] == "timestamp" else F.col(c)
+
+    return df.select("*", *((value(high) - value(low)).alias(pair_gap(high, low)) for high, low, _ in ordered_pairs(p)))
 
 
 def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: str) -> DataFrame:

@@ -11,11 +11,13 @@ never imports the jobs that call it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from expectations.context import docs_index, runtime_context
+from expectations.data_docs import DocsBuild, build_pages
 from expectations.frames import CutoffReader
 from expectations.suites import KINDS, suite_name
 from lakehouse.config import TidewaterConfig
@@ -46,6 +48,12 @@ class ValidationOutcome:
     warnings: list[str] = field(default_factory=list)
     docs: str = ""
     seconds: float = 0.0
+    docs_build: Any = None  # a ``data_docs.DocsBuild`` still writing the pages (``docs_later``)
+
+    def wait_for_docs(self) -> None:
+        """Wait until the Data Docs pages of this outcome are written (a no-op unless ``docs_later``)."""
+        if self.docs_build is not None:
+            self.docs_build.wait()
 
     def summary(self) -> str:
         head = (f"{'PASSED' if self.success else 'FAILED'} {self.kind} suite on {self.table}: "
@@ -75,7 +83,7 @@ def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str
 
     if kind == "quarantine":
         return [("quarantine", frames.quarantine_rate_frame(spark, p, table))]
-    out = [(kind, frames.table_frame(spark, kind, table))]
+    out = [(kind, frames.table_frame(spark, kind, table, p))]
     if kind == "serving" and read_cutoff is not None:
         out.append(("serving_gap", frames.serving_gap_frame(spark, cfg, p, table, read_cutoff)))
     return out
@@ -84,11 +92,13 @@ def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str
 def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, table: str,
                    spark: Any = None, build_docs: bool = True,
                    read_cutoff: CutoffReader | None = None,
-                   in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> ValidationOutcome:
+                   in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None,
+                   docs_later: bool = False) -> ValidationOutcome:
     """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame).
     ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped).
     ``rows``: the rows of the table's frame when the caller knows them (a batch run's staged upserts),
-    so that choosing the engine costs no count."""
+    so that choosing the engine costs no count. ``docs_later``: return with the verdict while the Data
+    Docs pages are written on a thread of their own (the caller calls ``outcome.wait_for_docs()``)."""
     if kind not in KINDS:
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
     if kind == "serving" and read_cutoff is None:
@@ -103,15 +113,21 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
         raise TidewaterError(f"check: table {table} does not exist; run the job that writes it first")
     started = time.monotonic()
     outcome = ValidationOutcome(p.name, kind, table)
-    with runtime_context(cfg) as context:
+    with contextlib.ExitStack() as held:
+        context = held.enter_context(runtime_context(cfg))
+        results = []
         for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
             try:
                 known = rows if suite_kind == kind else None
-                _run_suite(context, suite_kind, p.name, df, outcome, build_docs, in_memory_max_rows, known)
+                results.append(_run_suite(context, suite_kind, p.name, df, outcome, in_memory_max_rows, known))
             finally:  # GX persists the frame it validates and never releases it: in the job service every
                 df.unpersist()  # check would leave one more cached copy of a table behind
         if build_docs:
             outcome.docs = str(docs_index(cfg))
+            if docs_later:  # the thread holds the context (and its lock) until the pages are written
+                outcome.docs_build = DocsBuild(held.pop_all(), context, results)
+            else:
+                build_pages(context, results)
     outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -128,7 +144,9 @@ def in_memory_if_small(df: Any, max_rows: int, rows: int | None = None) -> tuple
 
 
 def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: ValidationOutcome,
-               build_docs: bool, in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> None:
+               in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> Any:
+    """Run one suite on ``df`` into ``outcome``; returns the last checkpoint result (its Data Docs are
+    built by the caller: ``data_docs``)."""
     import great_expectations as gx
 
     name = suite_name(suite_kind, pipeline)
@@ -152,12 +170,11 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
     check = name if source_name == DATASOURCE else f"{name}.in_memory"
     validation = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=check, data=batch_def, suite=suite))
-    actions: list[Any] = [gx.checkpoint.UpdateDataDocsAction(name="docs")] if build_docs else []
     parameters = {"max_event_ms": int((time.time() + MAX_EVENT_AHEAD_SECONDS) * 1000)}
     result: Any = None
     for result_format in RESULT_FORMATS:
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-            name=f"check.{check}", validation_definitions=[validation], actions=actions, result_format=result_format))
+            name=f"check.{check}", validation_definitions=[validation], actions=[], result_format=result_format))
         result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
         if all(res.success for run in result.run_results.values() for res in run.results):
             break
@@ -173,3 +190,4 @@ def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: V
                 outcome.success = False
             else:
                 outcome.warnings.append(line)
+    return result

@@ -8,7 +8,10 @@ One suite per (kind, pipeline), named ``<kind>.<pipeline>``:
   below ``quality.max_quarantine_rate`` (default 5 %). Severity *warning*: it never fails a task.
 * ``speed`` / ``batch`` / ``staging``: ``window_end > window_start``, count aggregates >= 1,
   ``min <= avg <= max`` (and ``min <= max``) for every column the pipeline aggregates both ways,
-  those aggregates within the column's ``quality.ranges``, keys not null, grain unique.
+  those aggregates within the column's ``quality.ranges``, keys not null, grain unique. Each ordered
+  pair is checked on its difference column (``<high>_minus_<low>`` >= 0, or > 0; ``ordered_pairs``,
+  added by ``frames.table_frame``): a column check that GX folds into the one aggregate job of the
+  other column checks, where a column-pair expectation costs two Spark jobs of its own.
 * ``serving``: keys not null, grain (keys + window) unique; plus ``serving_gap``, a one-row frame
   (see :func:`expectations.frames.serving_gap_frame`): no batch window ending at or before the
   last published cutoff and no speed window ending after it is missing from the view.
@@ -26,6 +29,7 @@ from lakehouse.pipeline import Pipeline
 
 KINDS = ("bronze", "quarantine", "speed", "batch", "staging", "serving")
 SUITE_KINDS = (*KINDS, "serving_gap")
+WINDOW_KINDS = ("speed", "batch", "staging")  # tables of window rows: their suites check the ordered pairs
 DEFAULT_MAX_QUARANTINE_RATE = 0.05
 
 
@@ -50,7 +54,7 @@ def expectation_specs(kind: str, p: Pipeline) -> list[tuple[str, dict[str, Any]]
         rate = float(p.quality.get("max_quarantine_rate", DEFAULT_MAX_QUARANTINE_RATE))
         specs.append(("ExpectColumnValuesToBeBetween", {"column": "quarantine_rate", "min_value": 0.0,
                                                        "max_value": rate, "severity": "warning"}))
-    elif kind in ("speed", "batch", "staging"):
+    elif kind in WINDOW_KINDS:
         specs += [("ExpectColumnValuesToNotBeNull", {"column": c}) for c in p.keys]
         specs += _window_specs(p)
         specs.append(("ExpectCompoundColumnsToBeUnique", {"column_list": list(p.grain)}))
@@ -62,26 +66,42 @@ def expectation_specs(kind: str, p: Pipeline) -> list[tuple[str, dict[str, Any]]
     return specs
 
 
-def _window_specs(p: Pipeline) -> list[tuple[str, dict[str, Any]]]:
-    specs: list[tuple[str, dict[str, Any]]] = [("ExpectColumnPairValuesAToBeGreaterThanB", {
-        "column_A": "window_end", "column_B": "window_start", "or_equal": False})]
+def ordered_pairs(p: Pipeline) -> list[tuple[str, str, bool]]:
+    """(higher, lower, or_equal) column pairs every window row orders: ``window_end > window_start``, and
+    ``max >= avg >= min`` (or ``max >= min``) for each column the pipeline aggregates both ways."""
+    pairs = [("window_end", "window_start", False)]
+    for names in _min_avg_max(p).values():
+        chain = [names[f] for f in ("min", "avg", "max") if f in names]
+        pairs += [(high, low, True) for low, high in zip(chain, chain[1:], strict=False)]
+    return pairs
+
+
+def pair_gap(high: str, low: str) -> str:
+    """The difference column of an ordered pair (timestamps in microseconds): see ``frames.table_frame``."""
+    return f"{high}_minus_{low}"
+
+
+def _min_avg_max(p: Pipeline) -> dict[str, dict[str, str]]:
+    """Aggregated column -> {"min" | "avg" | "max": aggregate name}."""
     by_column: dict[str, dict[str, str]] = {}
     for agg in p.aggregates:
-        if agg.fn == "count":
-            specs.append(("ExpectColumnValuesToBeBetween", {"column": agg.name, "min_value": 1}))
-        elif agg.fn in ("min", "avg", "max") and agg.column:
+        if agg.fn in ("min", "avg", "max") and agg.column:
             by_column.setdefault(agg.column, {})[agg.fn] = agg.name
+    return by_column
+
+
+def _window_specs(p: Pipeline) -> list[tuple[str, dict[str, Any]]]:
+    specs: list[tuple[str, dict[str, Any]]] = [
+        ("ExpectColumnValuesToBeBetween", {"column": pair_gap(high, low), "min_value": 0, "strict_min": not or_equal})
+        for high, low, or_equal in ordered_pairs(p)]
+    specs += [("ExpectColumnValuesToBeBetween", {"column": agg.name, "min_value": 1})
+              for agg in p.aggregates if agg.fn == "count"]
     ranges = p.quality.get("ranges") or {}
-    for column, names in sorted(by_column.items()):
+    for column, names in sorted(_min_avg_max(p).items()):
         if column in ranges:  # a window's min/avg/max of a physical quantity obeys the same limits
             low, high = ranges[column]
             specs += [("ExpectColumnValuesToBeBetween", {"column": n, "min_value": float(low), "max_value": float(high)})
                       for n in names.values()]
-    for names in by_column.values():
-        chain = [names[f] for f in ("min", "avg", "max") if f in names]
-        for low, high in zip(chain, chain[1:], strict=False):
-            specs.append(("ExpectColumnPairValuesAToBeGreaterThanB", {
-                "column_A": high, "column_B": low, "or_equal": True}))
     return specs
 
 

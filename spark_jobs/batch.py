@@ -125,16 +125,19 @@ def staged_counts(spark: SparkSession, staging: str, has_deletes: bool) -> dict[
     return {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
 
 
-def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str, rows: int | None = None) -> str:
+def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str, rows: int | None = None,
+             docs_later: bool = False) -> Any:
     """Run the quality gate; raise if it fails. Fails closed: without the expectations package
     (an ImportError) nothing can be audited, so nothing is published. ``rows``: the staged upserts,
-    when known (``runner.validate_table``)."""
+    when known; ``docs_later``: the Data Docs pages are still being written when it returns
+    (``runner.validate_table``). Returns the gate's outcome."""
     from expectations import runner
 
-    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows)
+    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows, docs_later=docs_later)
     if not result.success:
+        result.wait_for_docs()  # the failed run's pages are written before the error says where they are
         raise TidewaterError(f"batch: quality gate failed on {table}; not published. {result.summary()}")
-    return str(result.summary())
+    return result
 
 
 def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
@@ -150,7 +153,8 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
               steps: Steps | None = None) -> dict[str, Any]:
     """Stage + validate + publish (refused in kappa mode). The ``staged`` run record is written while
     the quality gate runs (independent Spark jobs, side by side), and is in ``ops.batch_runs`` before
-    anything is published. ``steps``: receives the seconds of stage, validate and publish."""
+    anything is published; the gate's Data Docs pages are written while the publish runs. ``steps``:
+    receives the seconds of stage, validate and publish."""
     from spark_jobs.io.background import Background
 
     refuse_in_kappa(cfg, p)
@@ -160,7 +164,8 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
         steps.done("stage")
         recording = Background(batch_runs.save, spark, staged, True, known)
         try:
-            validate(spark, cfg, p, naming.staging_table("batch", p.name), rows=int(staged["windows_written"]))
+            gate = validate(spark, cfg, p, naming.staging_table("batch", p.name), rows=int(staged["windows_written"]),
+                            docs_later=True)
         except TidewaterError as exc:
             recording.join()
             staged.update(status="failed", message=str(exc)[:1000])
@@ -168,7 +173,10 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
             raise
         recording.join()
         steps.done("validate")
-        published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged)
+        try:
+            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged)
+        finally:
+            gate.wait_for_docs()
         steps.done("publish")
         return published
 

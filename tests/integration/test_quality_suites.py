@@ -52,8 +52,9 @@ def test_bronze_suite_catches_impossible_temperature(spark: SparkSession, cfg: T
     assert good.success, good.summary()
     assert good.evaluated >= 4
     from expectations.frames import table_frame
+    from lakehouse.pipeline import load_pipeline
 
-    held = table_frame(spark, "bronze", "bronze.sensor_readings").storageLevel  # GX persists what it validates
+    held = table_frame(spark, "bronze", "bronze.sensor_readings", load_pipeline(PIPELINE)).storageLevel  # GX persists what it validates
     assert not (held.useMemory or held.useDisk), f"the validated frame is still cached ({held}): a leak in the job service"
     write_bronze(spark, cfg, [("s-3", 1000.0)], first_offset=in_memory_max_rows + 100)
     bad = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark,
@@ -85,6 +86,29 @@ def test_window_suite_checks_min_avg_max_and_window_order(spark: SparkSession, c
     text = "\n".join(out.failures)
     assert "window_end" in text and "event_count" in text
     assert "avg_temperature" in text and "max_temperature" in text
+    # each ordered pair fails on its difference column (s-2: window_end < window_start, min > avg > max)
+    for gap in ("window_end_minus_window_start", "avg_temperature_minus_min_temperature",
+                "max_temperature_minus_avg_temperature"):
+        assert gap in text, f"{gap} not among the failures: {text}"
+    assert len(out.failures) == 4, text  # the count and the 3 pairs; min, avg and max are within their range
+
+
+def test_data_docs_can_be_written_after_the_verdict(spark: SparkSession, cfg: TidewaterConfig) -> None:
+    """``docs_later``: the verdict first, then the same pages (this run's result page and the index)."""
+    from expectations.runner import validate_table
+
+    write_bronze(spark, cfg, [("s-1", 20.5), ("s-2", 21.0)], first_offset=50_000)
+    pages = cfg.data_dir / "docs" / "validations" / "bronze" / "sensor_readings"
+    before = set(pages.rglob("*.html")) if pages.exists() else set()
+    out = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark, docs_later=True)
+    assert out.success and out.docs_build is not None, out.summary()
+    out.wait_for_docs()
+    new = set(pages.rglob("*.html")) - before
+    assert len(new) == 1, f"expected this run's result page, found {sorted(new)}"
+    assert (cfg.data_dir / "docs" / "index.html").stat().st_mtime >= max(p.stat().st_mtime for p in new) - 1
+    again = validate_table(cfg, PIPELINE, "bronze", "bronze.sensor_readings", spark=spark)  # the lock was released
+    assert again.docs_build is None and len(set(pages.rglob("*.html")) - before) == 2
+    spark.sql("DROP TABLE bronze.sensor_readings")
 
 
 def test_quarantine_rate_is_a_warning(spark: SparkSession, cfg: TidewaterConfig) -> None:

@@ -63,8 +63,11 @@ def test_expectation_specs_per_kind() -> None:
     assert ("ExpectColumnValuesToBeBetween", {"column": "temperature", "min_value": -90.0, "max_value": 70.0}) in bronze
     speed = expectation_specs("speed", p)
     assert ("ExpectCompoundColumnsToBeUnique", {"column_list": list(p.grain)}) in speed
-    assert ("ExpectColumnPairValuesAToBeGreaterThanB",
-            {"column_A": "avg_temperature", "column_B": "min_temperature", "or_equal": True}) in speed
+    assert ("ExpectColumnValuesToBeBetween",  # min <= avg, on the pair's difference column
+            {"column": "avg_temperature_minus_min_temperature", "min_value": 0, "strict_min": False}) in speed
+    assert ("ExpectColumnValuesToBeBetween",  # window_end > window_start
+            {"column": "window_end_minus_window_start", "min_value": 0, "strict_min": True}) in speed
+    assert not [cls for cls, _ in speed if "Pair" in cls]  # pair checks cost GX two Spark jobs each
     assert expectation_specs("serving_gap", p) == [
         ("ExpectColumnValuesToBeBetween", {"column": "missing_windows", "min_value": 0, "max_value": 0})]
     assert expectation_specs("quarantine", p)[0][1]["severity"] == "warning"
