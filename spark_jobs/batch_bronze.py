@@ -16,11 +16,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def bronze_snapshot(spark: SparkSession, p: Pipeline) -> tuple[int, DataFrame]:
-    from spark_jobs.io.delta_io import table_version
+def bronze_snapshot(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> tuple[int, DataFrame]:
+    """Bronze's newest version and the frame of that snapshot. The version comes from the table's log
+    folder (the newest commit file, as ``snapshot_stats`` reads it), not from ``DESCRIBE HISTORY``: a
+    Spark job of 0.4-0.8 s per run on 2 busy cores (stop 56); Spark's answer only where there is no log folder."""
+    from spark_jobs.io.delta_io import latest_version, table_version
+    from spark_jobs.io.ops_reader import table_path
 
     table = naming.table("bronze", p.name)
-    version = table_version(spark, table)
+    version = latest_version(table_path(cfg, table))
+    if version < 0:
+        version = table_version(spark, table)
     return version, spark.read.option("versionAsOf", version).table(table)
 
 

@@ -38,17 +38,20 @@ def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     return exclusive(cfg, f"batch-{p.name}", LOCK_WAIT_SECONDS)
 
 
-def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_table: str, numbered: int) -> None:
+def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_table: str, numbered: int,
+                 staged_here: bool = False) -> None:
     """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
     table's new content (full runs, which stage every window and no delete); each row with its served
     columns (``serving.served_select``: finality against ``speed_table``, the active speed version,
-    ``as_of`` naming version ``numbered``, the one this commit is expected to get)."""
+    ``as_of`` naming version ``numbered``, the one this commit is expected to get). ``staged_here``: the
+    caller staged this run under the batch lock it still holds, so staging holds its rows (not checked:
+    a Spark job)."""
     from spark_jobs.io.delta_io import merge_changes, replace_rows
     from spark_jobs.serving import served_select
 
     table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
     of_run = f"run_id = '{run['run_id']}'"
-    if run["windows_written"] and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
+    if run["windows_written"] and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
         raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
                              f"{run['run_id']}; stage a new run with 'tidewater batch {p.name} --stage-only'")
     rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})",
@@ -82,7 +85,7 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     steps = Steps()
-    publish_rows(spark, cfg, p, run, steps)
+    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged["run_id"] == run_id)
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
@@ -94,7 +97,8 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     return run
 
 
-def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps) -> None:
+def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps,
+                 staged_here: bool = False) -> None:
     """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
     (``settle_as_of``)."""
@@ -109,7 +113,7 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     contracts.ensure(spark, speed)
     add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
     numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
-    merge_staged(spark, p, run, speed.name, numbered)
+    merge_staged(spark, p, run, speed.name, numbered, staged_here)
     steps.done("batch rows")
     written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     if written != numbered:

@@ -110,13 +110,6 @@ def replace_rows(spark: SparkSession, rows: DataFrame, table: str) -> None:
     rows.select(*spark.table(table).columns).write.mode("overwrite").insertInto(table)
 
 
-def last_commit_metrics(spark: SparkSession, table: str) -> dict[str, str]:
-    """``operationMetrics`` of the table's latest commit (e.g. ``numOutputRows`` of a write)."""
-    from delta.tables import DeltaTable
-
-    return dict(DeltaTable.forName(spark, table).history(1).collect()[0]["operationMetrics"] or {})
-
-
 def latest_version(table: Path, known: int = -1) -> int:
     """Newest commit version of the Delta table at ``table`` (-1: none). Probes forward from ``known``
     (a commit file per version, so the cost follows the commits since, not the log's length); a
@@ -134,16 +127,23 @@ def latest_version(table: Path, known: int = -1) -> int:
 ROW_WRITES = ("MERGE", "WRITE")
 
 
-def commit_operation(table: Path, version: int) -> str | None:
-    """The ``operation`` of commit ``version`` of the Delta table at ``table``, from its log file."""
+def commit_info(table: Path, version: int) -> dict[str, Any]:
+    """The ``commitInfo`` action of commit ``version`` of the Delta table at ``table``, from its log file
+    ({} if it has none)."""
     import json
 
     with open(table / "_delta_log" / f"{version:020d}.json", encoding="utf-8") as log:
         for line in log:
             action = json.loads(line)
             if "commitInfo" in action:
-                return str(action["commitInfo"].get("operation"))
-    return None
+                return dict(action["commitInfo"])
+    return {}
+
+
+def commit_operation(table: Path, version: int) -> str | None:
+    """The ``operation`` of commit ``version`` of the Delta table at ``table``, from its log file."""
+    operation = commit_info(table, version).get("operation")
+    return None if operation is None else str(operation)
 
 
 def write_version_after(table: Path, after: int) -> int:

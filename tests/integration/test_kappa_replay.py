@@ -169,7 +169,7 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
         assert (v2[key].event_count, v2[key].min_temperature, v2[key].max_temperature) == (count, lo, hi), key
         assert v2[key].avg_temperature == pytest.approx(avg), key
     # ... and equals the batch layer's computation over bronze (same history, same shared transform)
-    _version, snapshot = batch_bronze.bronze_snapshot(spark, p)
+    _version, snapshot = batch_bronze.bronze_snapshot(spark, cfg, p)
     far_future = snapshot.selectExpr("max(event_time) + INTERVAL 1 DAY").collect()[0][0]
     batch_rows = (incremental.all_windows(p, snapshot.transform(dedup_history(p)), far_future)
                   .selectExpr("*", "unix_millis(window_start) AS ws").collect())

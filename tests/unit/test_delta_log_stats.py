@@ -55,3 +55,18 @@ def test_no_answer_without_statistics_or_with_a_gap(tmp_path: Path) -> None:
                                 2: [_add("y", 1, "2026-03-01T12:00:00.000Z", "2026-03-01T12:00:00.000Z")]})
     assert snapshot_stats(gap, 2, COLUMNS) is None
     assert snapshot_stats(gap, 5, COLUMNS) is None  # a version the log does not reach
+
+
+def test_commit_info_is_read_from_the_commit_file(tmp_path: Path) -> None:
+    """What a batch run reads of its own staging write (``batch.staged_counts``): the commit's
+    ``operationMetrics``, from its log file; a commit without ``commitInfo`` gives {} (then the run counts)."""
+    from spark_jobs.io.delta_io import commit_info, commit_operation, latest_version
+
+    info = {"operation": "CREATE OR REPLACE TABLE AS SELECT", "operationMetrics": {"numOutputRows": "264000"}}
+    table = _log(tmp_path / "t", {0: [{"metaData": {}}, {"commitInfo": {"operation": "CREATE TABLE"}}],
+                                  1: [{"commitInfo": info}, _add("a", 3, None, "2026-03-01T12:00:01.000Z")],
+                                  2: [_add("b", 1, None, "2026-03-01T12:00:02.000Z")]})
+    assert latest_version(table) == 2
+    assert commit_info(table, 1)["operationMetrics"]["numOutputRows"] == "264000"
+    assert commit_operation(table, 1) == "CREATE OR REPLACE TABLE AS SELECT"
+    assert commit_info(table, 2) == {} and commit_operation(table, 2) is None
