@@ -1,8 +1,8 @@
 """Batch layer: exact windows from bronze, computed into staging, then published atomically.
 
 ``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id (full runs: over
-the whole history; incremental runs: only the events the touched windows need, each against its
-own id's copies) and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
+the whole history, ranking only the copies of repeated ids, ``batch_dedup``; incremental runs: only
+the events the touched windows need, each against its own id's copies) and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
 event time in the snapshot minus the pipeline's allowed lateness; only windows ending at or
 before it are kept. Full mode stages every window; incremental mode (default, once a run has been
 published) stages only windows touched by bronze rows added since the last published run's
@@ -65,9 +65,9 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
     and the pipeline's runs as read under the batch lock (None: not read, a full run needs none)."""
     from pyspark.sql import functions as F
 
+    from spark_jobs.batch_dedup import first_copies
     from spark_jobs.batch_increment import incremental_rows
     from spark_jobs.transforms import incremental
-    from spark_jobs.transforms.windows import dedup_history
 
     started = time.monotonic()
     steps = Steps()
@@ -87,7 +87,9 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     if last is None:
         mode, previous, way = "full", None, "full"
-        upserts, deletes, increment = incremental.all_windows(p, snapshot.transform(dedup_history(p)), cutoff), None, None
+        firsts = first_copies(p, snapshot)
+        steps.done(f"repeated ids ({firsts.n_repeated})")
+        upserts, deletes, release = incremental.all_windows(p, firsts.frame, cutoff), None, firsts.release
     else:
         mode, previous = "incremental", int(last["bronze_version"])
         old_cutoff = as_utc(last["cutoff"])
@@ -97,11 +99,10 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
         published = spark.table(naming.table("batch", p.name))
         increment = incremental_rows(p, published, snapshot, new_events, old_cutoff, cutoff, steps)
         increment.cached.append(new_events)
-        upserts, deletes, way = increment.upserts, increment.deletes, increment.way
+        upserts, deletes, way, release = increment.upserts, increment.deletes, increment.way, increment.release
     staging = naming.staging_table("batch", p.name)
     staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
-    if increment is not None:
-        increment.release()
+    release()  # the frames cached on the way
     steps.done(f"{way} windows")
     counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
