@@ -79,6 +79,24 @@ def _checks(p: Pipeline) -> list[tuple[Column, str, Column]]:
     return out
 
 
+def _usable(p: Pipeline) -> Column:
+    """True exactly when no check of :func:`_checks` fails, from the typed fields alone: a typed field is
+    null when its key is missing, its value null or of the wrong type, or the value is not an object.
+    Cheaper than the checks, which then run only for the few records that are not usable (a 500,000-record
+    micro-batch classified in 1.79 s instead of 2.21 s: stop 58 in benchmarks/README.md)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    ts = F.col(f"_typed_{p.event_time}")
+    arrived_ms = F.unix_millis(F.col("kafka_timestamp"))
+    passes = [F.col(f"_typed_{name}").isNotNull() for name in p.schema]
+    # a check whose condition is null does not fail (SQL's CASE WHEN): the same here
+    passes += [~F.coalesce(F.trim(F.col(f"_typed_{name}")) == "", F.lit(False)) for name in p.required_strings]
+    passes += [ts >= F.lit(MIN_EVENT_MS), ~F.coalesce(ts > arrived_ms + F.lit(p.future_skew_seconds * 1000), F.lit(False))]
+    return reduce(lambda a, b: a & b, passes)
+
+
 def classify(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
     """Parse ``raw_value`` (after :func:`with_kafka_metadata`) and attach a reason when unusable."""
 
@@ -88,13 +106,16 @@ def classify(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
         df = df.withColumn("_json", F.from_json("raw_value", "map<string,string>"))
         for name, typ in p.schema.items():
             df = df.withColumn(f"_typed_{name}", F.col("_json")[name].try_cast(FIELD_TYPES[typ]))
-        checks = _checks(p)
         code = F.lit(None).cast("string")
         reason = F.lit(None).cast("string")
-        for failed, c, text in reversed(checks):
+        for failed, c, text in reversed(_checks(p)):
             code = F.when(failed, F.lit(c)).otherwise(code)
             reason = F.when(failed, text).otherwise(reason)
-        df = df.withColumn("reason_code", code).withColumn("reason", reason)
+        # the checks run only for a record that is not plainly usable: most records are
+        df = df.withColumn("_usable", _usable(p))
+        unusable_only = {"reason_code": code, "reason": reason}
+        for name, value in unusable_only.items():
+            df = df.withColumn(name, F.when(F.col("_usable"), F.lit(None).cast("string")).otherwise(value))
         typed = [F.col(f"_typed_{n}").alias(n) for n in p.schema]
         event_time = F.timestamp_millis(F.col(f"_typed_{p.event_time}")).alias("event_time")
         return df.select(*typed, event_time, "raw_value", *BRONZE_META, "reason_code", "reason")

@@ -86,3 +86,34 @@ def test_edge_cases_of_the_json_values(spark: SparkSession) -> None:
     assert (rows[0].event_id, rows[0].sensor_id, rows[0].temperature) == ("e1", "s1", 21.5)
     assert (rows[1].event_id, rows[1].temperature) == ("7", 21.5)
     assert "is not a double" in rows[2].reason and '{"x":1}' in rows[2].reason
+
+
+def test_shortcut_for_usable_records_agrees_with_every_check(spark: SparkSession) -> None:
+    """``classify`` runs its checks only for records that are not plainly usable (``parse._usable``):
+    every record, bad or good, a Kafka timestamp missing included, gets the code that the first failing
+    check gives when all of them run."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.transforms.parse import _checks
+
+    p = load_pipeline("sensor_readings")
+    good = {"event_id": "e1", "sensor_id": "s1", "timestamp": NOW_MS, "temperature": 21.5}
+    values = [json.dumps(good), json.dumps({**good, "sensor_id": " "}), json.dumps({**good, "event_id": ""}),
+              json.dumps({**good, "timestamp": NOW_MS + 86_400_000}), json.dumps({**good, "timestamp": 1}),
+              json.dumps({**good, "temperature": None}), json.dumps({**good, "timestamp": 1.5}), "[]", "{}", "x"]
+    rows = _kafka_rows(spark, values)
+    rows = rows.unionByName(rows.withColumn("kafka_offset", F.col("kafka_offset") + 100)
+                            .withColumn("kafka_timestamp", F.lit(None).cast("timestamp")))
+    got = {r.kafka_offset: r.reason_code for r in rows.transform(classify(p)).collect()}
+    parsed = rows.withColumn("_json", F.from_json("raw_value", "map<string,string>"))
+    from lakehouse.pipeline import FIELD_TYPES
+
+    for name, typ in p.schema.items():
+        parsed = parsed.withColumn(f"_typed_{name}", F.col("_json")[name].try_cast(FIELD_TYPES[typ]))
+    first_failing = F.lit(None).cast("string")
+    for failed, code, _ in reversed(_checks(p)):
+        first_failing = F.when(failed, F.lit(code)).otherwise(first_failing)
+    expected = {r.kafka_offset: r.code for r in parsed.select("kafka_offset", first_failing.alias("code")).collect()}
+    assert got == expected
+    assert got[0] is None and got[100] is None and got[103] is None  # no Kafka timestamp: no future check
+    assert got[3] == "FUTURE_TIMESTAMP" and got[1] == "NULL_KEY" and got[104] == "IMPOSSIBLE_TIMESTAMP"
