@@ -9,9 +9,12 @@ events as a chunk of its own (a local checkpoint: cut lineage, executor memory/d
 micro-batch costs that micro-batch, not the horizon. A chunk leaves once the watermark has put all of
 its events out of reach (its latest event time is known from the micro-batch's statistics); every
 ``MERGE_AT`` chunks the survivors are folded into one, so a lookup scans a bounded number of pieces.
-Each chunk is hash-partitioned by event id like a shuffle of the micro-batch (and sorted within its
-partitions), so the lookup's anti join shuffles only the micro-batch: at 10,000 events/s the horizon
-holds 1.2M events, and shuffling them in every micro-batch cost about a second.
+Each chunk is hash-partitioned by event id like a shuffle (and sorted within its partitions by id,
+then arrival), so the lookup's anti join shuffles no history: at 10,000 events/s the horizon holds
+1.2M events, and shuffling them in every micro-batch cost about a second. A micro-batch's own valid
+events are shuffled once (``keyed``): that one frame feeds the speed step's first-copy window and its
+anti join without another shuffle or sort, and then becomes the micro-batch's chunk (three shuffles of
+the micro-batch before; a 500,000-event speed step 1.52 s instead of 2.15 s: stop 58, benchmarks/README.md).
 The answer is the same as the bronze scan's: bronze holds what the stream has seen (plus what other
 writers added before the load), and every future micro-batch's horizon starts at or after
 ``watermark after this micro-batch - delay``, because its on-time events are not behind it.
@@ -24,6 +27,7 @@ from typing import Any
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.transforms.partials import ARRIVAL
 
 MERGE_AT = 16  # chunks before the survivors are folded into one
 
@@ -31,7 +35,9 @@ MERGE_AT = 16  # chunks before the survivors are folded into one
 class RecentArrivals:
     def __init__(self, spark: Any, p: Pipeline) -> None:
         self.spark, self.p = spark, p
-        self.columns = [p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset", "event_time"]
+        self.columns = [p.event_id, *ARRIVAL, "event_time"]  # what a lookup reads
+        # what a micro-batch's speed step reads from the same keyed frame (``keyed``)
+        self.payload = list(dict.fromkeys([*p.keys, *(str(a.column) for a in p.aggregates if a.column)]))
         self.chunks: list[tuple[Any, datetime | None]] = []  # (frame, latest event time; None: unknown)
         self.since: datetime | None = None  # the chunks hold every bronze event at or after this
 
@@ -47,27 +53,29 @@ class RecentArrivals:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))
             self.start_from(bronze.select(*self.columns), since)
-        frames = [frame for frame, _ in self.chunks]  # a union of equally partitioned frames keeps it
-        union = reduce(lambda a, b: a.unionByName(b), frames)  # in memory: no file skipping to lose
+        frames = [frame.select(*self.columns) for frame, _ in self.chunks]  # a union of equally partitioned
+        union = reduce(lambda a, b: a.unionByName(b), frames)  # frames keeps it; in memory: no file skipping to lose
         return union.where(F.col("event_time") >= batch_values.timestamp(self.spark, since))
 
     def start_from(self, arrivals: Any, since: datetime) -> None:
         """The history becomes ``arrivals`` (every valid event at or after ``since``; ``columns``)."""
         self.chunks, self.since = [(self._keyed(arrivals), None)], since
 
-    def add(self, events: Any, keep_since: datetime, latest: datetime | None) -> None:
-        """This micro-batch's valid events (latest event time ``latest``) join the history; chunks
-        whose events are all before ``keep_since`` leave it."""
-        from pyspark.sql import functions as F
+    def keyed(self, events: Any) -> Any:
+        """A micro-batch's valid events as the speed step reads them and as a chunk keeps them: the
+        lookup's columns and ``payload``, hash-partitioned by event id and sorted by id and arrival (one
+        shuffle, which the first-copy window and the history's anti join then both use as it is)."""
+        return self._keyed(events.select(*self.columns, *(c for c in self.payload if c not in self.columns)))
 
-        from spark_jobs.io import batch_values
-
+    def add(self, keyed: Any, keep_since: datetime, latest: datetime | None) -> None:
+        """This micro-batch's valid events (``keyed``: from :meth:`keyed`; latest event time ``latest``)
+        join the history; chunks whose events are all before ``keep_since`` leave it (a lookup filters
+        on event time, so a chunk's own earlier events need not be cut out)."""
         if not self.chunks or self.since is None:
             return
         keep = max(keep_since, self.since)
         self.chunks = [(f, hi) for f, hi in self.chunks if hi is None or hi >= keep]
-        kept = events.select(*self.columns).where(F.col("event_time") >= batch_values.timestamp(self.spark, keep))
-        self.chunks.append((self._keyed(kept), latest))
+        self.chunks.append((keyed, latest))
         self.since = keep
         if len(self.chunks) >= MERGE_AT:
             known = [hi for _, hi in self.chunks]
@@ -76,7 +84,7 @@ class RecentArrivals:
 
     def _keyed(self, frame: Any, shuffle: bool = True) -> Any:
         """``frame`` cut from its lineage, hash-partitioned like a shuffle by event id and sorted by
-        it. Planned without adaptive execution: only then does the checkpoint keep that partitioning
+        it, then by arrival. Planned without adaptive execution: only then does the checkpoint keep that partitioning
         for the joins that read it (a query planned at the same moment in the same session, such as
         the bronze append beside it, runs without adaptive execution too: slower at worst)."""
         session = frame.sparkSession
@@ -85,6 +93,6 @@ class RecentArrivals:
         session.conf.set("spark.sql.adaptive.enabled", "false")
         try:
             keyed = frame.repartition(partitions, self.p.event_id) if shuffle else frame
-            return keyed.sortWithinPartitions(self.p.event_id).localCheckpoint(eager=True)
+            return keyed.sortWithinPartitions(self.p.event_id, *ARRIVAL).localCheckpoint(eager=True)
         finally:
             session.conf.set("spark.sql.adaptive.enabled", adaptive)

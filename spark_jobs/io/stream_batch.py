@@ -5,10 +5,12 @@ Roles (``ingest``, ``speed``): the main job has both, a Kappa replay only ``spee
 one job over the cached records answers every count; then two threads write side by side:
 
 1. ingest (a thread of its own): unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``;
-2. speed (the calling thread, so that fresh windows are visible as early as possible): events behind
-   the watermark are counted and left out (bronze keeps them); the first copy of every event id
-   (``partials.first_copies`` against the valid events within the dedup horizon, kept in memory by
-   ``io.recent_arrivals`` instead of scanned from bronze) is aggregated into per-window partials, APPENDED to the partials table
+2. speed (the calling thread, so that fresh windows are visible as early as possible): the valid events
+   are shuffled once by event id (``RecentArrivals.keyed``); events behind the watermark are counted and
+   left out (bronze keeps them); the first copy of every event id (``partials.earliest_copies`` within
+   the micro-batch, then ``partials.first_copies`` against the valid events within the dedup horizon, kept
+   in memory by ``io.recent_arrivals`` instead of scanned from bronze; the keyed micro-batch then joins
+   that history) is aggregated into per-window partials, APPENDED to the partials table
    behind the ``speed.<p>`` view (``lakehouse.speed_fold``) with the watermark after the batch: no
    MERGE, no UPDATE, so the cost follows the micro-batch, not the history;
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
@@ -166,37 +168,42 @@ class StreamBatch:
     def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
         """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
         from spark_jobs.io import partials_table
-        from spark_jobs.transforms.parse import valid_events
 
         lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
         hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
         delay = timedelta(seconds=self.p.watermark_seconds)
-        if lo is None:  # nothing on time: the watermark this batch could record was recorded before
-            if hi is not None:
-                self.arrivals.add(valid_events(records), max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
+        if hi is None:  # no valid event
             return
-        partials = self.speed_partials(records, wm, lo)
-        wm_after = max(x for x in (wm, (hi or lo) - delay) if x is not None)
+        keyed = self.keyed_events(records)  # the micro-batch's one shuffle, by event id
+        self.steps.done("keyed")
+        if lo is None:  # nothing on time: the watermark this batch could record was recorded before
+            self.arrivals.add(keyed, max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
+            return
+        partials = self.speed_partials(keyed, wm, lo)
+        wm_after = max(x for x in (wm, hi - delay) if x is not None)
         self.steps.done("plan")
         if "partials" not in (self.done or set()):
             partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
         self.steps.done("speed")
-        self.arrivals.add(valid_events(records), wm_after - delay, hi or lo)
-        self.steps.done("arrivals")
+        self.arrivals.add(keyed, wm_after - delay, hi)
 
-    def speed_partials(self, records: Any, wm: datetime | None, lo: datetime) -> Any:
-        """The per-window partials of the micro-batch's on-time first copies (``lo``: its earliest
-        on-time event; the dedup history reaches back one watermark delay before it)."""
-
+    def keyed_events(self, records: Any) -> Any:
+        """The micro-batch's valid events, hash-partitioned by event id and sorted by id and arrival
+        (``RecentArrivals.keyed``): what ``speed_partials`` reads and the dedup history keeps."""
         from spark_jobs.transforms.parse import valid_events
-        from spark_jobs.transforms.partials import first_copies, partial_aggregate
 
-        on_time = valid_events(records).where(~self.late(wm))
-        # the micro-batch is part of the history: first_copies compares its copies with each other too
-        arrival = (self.p.event_id, "kafka_timestamp", "kafka_partition", "kafka_offset")
-        since = lo - timedelta(seconds=self.p.watermark_seconds)
-        history = self.arrivals.history(since)  # partitioned by event id: only the micro-batch is shuffled
-        return first_copies(self.p, on_time, history, on_time.select(*arrival)).transform(partial_aggregate(self.p))
+        return self.arrivals.keyed(valid_events(records))
+
+    def speed_partials(self, keyed: Any, wm: datetime | None, lo: datetime) -> Any:
+        """The per-window partials of the micro-batch's on-time first copies (``keyed``: from
+        ``keyed_events``; ``lo``: its earliest on-time event; the dedup history reaches back one
+        watermark delay before it). The first copy of each id within the micro-batch, then only those
+        without an earlier copy in the history: no shuffle or sort of the micro-batch beyond ``keyed``."""
+        from spark_jobs.transforms.partials import earliest_copies, first_copies, partial_aggregate
+
+        on_time = keyed.where(~self.late(wm)).transform(earliest_copies(self.p))
+        history = self.arrivals.history(lo - timedelta(seconds=self.p.watermark_seconds))
+        return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
 
     def compact(self, batch_id: int) -> None:
         """At the end of each block of micro-batches, fold the block's partials (and whatever earlier

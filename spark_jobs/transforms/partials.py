@@ -43,6 +43,21 @@ def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> Dat
     return reduce(keep_if_no_earlier_copy, history, candidates)
 
 
+def earliest_copies(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
+    """Events -> the first copy of every event id among them, by the arrival rule of ``first_copies``.
+    On events hash-partitioned by event id and sorted by id and ``ARRIVAL`` (``io.recent_arrivals``
+    keys a micro-batch so) the window needs neither a shuffle nor a sort."""
+
+    def _earliest(df: DataFrame) -> DataFrame:
+        from pyspark.sql import Window as W
+        from pyspark.sql import functions as F
+
+        first = W.partitionBy(p.event_id).orderBy(*ARRIVAL)
+        return df.withColumn("_copy", F.row_number().over(first)).where("_copy = 1").drop("_copy")
+
+    return _earliest
+
+
 def _partials(p: Pipeline) -> list[Column]:
     from pyspark.sql import functions as F
 

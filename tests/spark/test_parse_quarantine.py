@@ -98,7 +98,7 @@ def test_shortcut_for_usable_records_agrees_with_every_check(spark: SparkSession
 
     p = load_pipeline("sensor_readings")
     good = {"event_id": "e1", "sensor_id": "s1", "timestamp": NOW_MS, "temperature": 21.5}
-    values = [json.dumps(good), json.dumps({**good, "sensor_id": " "}), json.dumps({**good, "event_id": ""}),
+    values: list[str | None] = [json.dumps(good), json.dumps({**good, "sensor_id": " "}), json.dumps({**good, "event_id": ""}),
               json.dumps({**good, "timestamp": NOW_MS + 86_400_000}), json.dumps({**good, "timestamp": 1}),
               json.dumps({**good, "temperature": None}), json.dumps({**good, "timestamp": 1.5}), "[]", "{}", "x"]
     rows = _kafka_rows(spark, values)

@@ -75,36 +75,49 @@ def test_first_copies_apply_the_arrival_rule_against_history(spark: SparkSession
 
 
 def test_recent_arrivals_join_without_shuffling_the_history(spark: SparkSession) -> None:
-    """The dedup history stays hash-partitioned by event id through new chunks and a fold, so the
-    lookup shuffles only the micro-batch; and the pieces give the same first copies as one union."""
+    """The dedup history stays hash-partitioned by event id through new chunks and a fold, and a
+    micro-batch keyed once (``RecentArrivals.keyed``) goes through the first-copy window and the anti
+    join with no other shuffle or sort of its own; the answer is the one ``first_copies`` gives against
+    the history and the micro-batch itself."""
+    p = load_pipeline("sensor_readings")
+    confs = {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.shuffle.partitions": "4"}  # as the speed job
+    before = {key: str(spark.conf.get(key)) for key in confs}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        _keyed_micro_batch_against_history(spark, p)
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+def _keyed_micro_batch_against_history(spark: SparkSession, p: Pipeline) -> None:
     from spark_jobs.io import recent_arrivals
     from spark_jobs.io.recent_arrivals import RecentArrivals
+    from spark_jobs.transforms.partials import earliest_copies
 
-    p = load_pipeline("sensor_readings")
-    schema = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp"
+    schema = ("event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp, "
+              "sensor_id string, temperature double")
     ra = RecentArrivals(spark, p)
-    ra.start_from(spark.createDataFrame([("a", T0, 0, 1, T0)], schema), T0)
+    ra.start_from(spark.createDataFrame([("a", T0, 0, 1, T0)], schema.rsplit(",", 2)[0]), T0)
     for i in range(recent_arrivals.MERGE_AT + 1):  # one fold on the way
         at = T0 + timedelta(seconds=i + 1)
-        ra.add(spark.createDataFrame([(f"x{i}", at, 1, i, at)], schema), T0, at)
-    batch = spark.createDataFrame([("a", T0 + timedelta(seconds=99), 2, 7), ("x3", T0, 0, 0),
-                                   ("n", T0, 3, 1), ("n", T0, 3, 2)], schema.rsplit(",", 1)[0])
-    broadcast = str(spark.conf.get("spark.sql.autoBroadcastJoinThreshold"))
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    try:
-        kept = first_copies(p, batch, ra.history(T0), batch)
-        plan = kept._jdf.queryExecution().executedPlan().toString()
-        rows = sorted((r.event_id, r.kafka_offset) for r in kept.collect())
-    finally:
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", broadcast)
+        ra.add(ra.keyed(spark.createDataFrame([(f"x{i}", at, 1, i, at, "s", 1.0)], schema)), T0, at)
+    rows = [("a", T0 + timedelta(seconds=99), 2, 7), ("x3", T0, 0, 0), ("n", T0, 3, 2), ("n", T0, 3, 1),
+            ("m", T0 + timedelta(seconds=2), 0, 5), ("m", T0 + timedelta(seconds=1), 1, 9)]
+    batch = spark.createDataFrame([(*r, T0, "s", 2.0) for r in rows], schema)
+    kept = first_copies(p, ra.keyed(batch).transform(earliest_copies(p)), ra.history(T0))
+    plan = kept._jdf.queryExecution().executedPlan().toString()
+    got = sorted((r.event_id, r.kafka_offset) for r in kept.collect())
+    reference = sorted((r.event_id, r.kafka_offset) for r in first_copies(p, batch, ra.history(T0), batch).collect())
     assert len(ra.chunks) < recent_arrivals.MERGE_AT
+    assert "Exchange" not in plan, plan  # neither the history nor the keyed micro-batch is shuffled again
     lines = plan.splitlines()
     (union,) = [i for i, line in enumerate(lines) if "+- Union" in line]
-    above = union - 1  # past the history's own row filters, the first operator must be the join's sort
-    while any(op in lines[above] for op in ("+- Filter", "+- Project")):
-        above -= 1
-    assert "+- Sort" in lines[above] and "Exchange" not in lines[above], plan
-    assert rows == [("n", 1), ("x3", 0)]  # "a" has an earlier copy; x3 arrived before its history copy
+    sorts = [i for i, line in enumerate(lines) if "+- Sort [" in line]
+    assert len(sorts) == 1 and sorts[0] < union, plan  # the one sort: the history's union, for the join
+    # "a" has an earlier copy; x3 arrived before its history copy; "n" and "m": their first copies in the batch
+    assert got == reference == [("m", 9), ("n", 1), ("x3", 0)]
 
 
 def test_compacted_rows_fold_like_the_partials_they_replace(spark: SparkSession) -> None:
