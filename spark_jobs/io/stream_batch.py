@@ -5,18 +5,13 @@ Roles (``ingest``, ``speed``): the main job has both, a Kappa replay only ``spee
 one job over the cached records answers every count; then two threads write side by side:
 
 1. ingest (a thread of its own): unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``;
-2. speed (the calling thread, so that fresh windows are visible as early as possible): the valid events
-   are shuffled once by event id (``RecentArrivals.keyed``); events behind the watermark are counted and
-   left out (bronze keeps them); the first copy of every event id (``partials.earliest_copies`` within
-   the micro-batch, then ``partials.first_copies`` against the valid events within the dedup horizon, kept
-   in memory by ``io.recent_arrivals`` instead of scanned from bronze; the keyed micro-batch then joins
-   that history) is aggregated into per-window partials, APPENDED to the partials table
-   behind the ``speed.<p>`` view (``lakehouse.speed_fold``) with the watermark after the batch: no
-   MERGE, no UPDATE, so the cost follows the micro-batch, not the history;
+2. speed (the calling thread, so that fresh windows are visible as early as possible): on-time first
+   copies, as per-window partials, appended to the partials table (``io.speed_role``); events behind
+   the watermark are counted and left out (bronze keeps them);
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
    committed while the next micro-batch runs (``io.stream_progress_rows``); after each block of
    ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
-   block (``io.partials_table.compact``); every 100 micro-batches, the tables' expired Delta log files are
+   block (``SpeedRole.compact``); every 100 micro-batches, the tables' expired Delta log files are
    deleted beside the next ones (``io.log_cleanup``), so that no commit lists a folder that only grows.
 
 A micro-batch of at most ``spark.interpreted_max_records`` Kafka records (a level stream)
@@ -34,15 +29,14 @@ lineage skip what a role's table already holds (``spark_jobs.io.lineage``).
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
-from lakehouse.utc import as_utc
 from spark_jobs.io.background import Background
-from spark_jobs.io.recent_arrivals import RecentArrivals
+from spark_jobs.io.speed_role import SpeedRole
 from spark_jobs.io.stream_progress_rows import ProgressRows
 from spark_jobs.step_timer import Steps
 
@@ -66,7 +60,7 @@ class StreamBatch:
         from spark_jobs.io.lineage import uncommitted_batch
 
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
-        self.arrivals = RecentArrivals(spark, p)  # the dedup lookup's history
+        self.speed_role = SpeedRole(spark, p, version)
         self.compiled = 0  # Spark's generated-code compilations at the previous micro-batch's end
         self.progress = ProgressRows(spark, checkpoint)
         self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, roles, contracts.speed_partials(p, version).name), mode)
@@ -121,14 +115,16 @@ class StreamBatch:
             try:
                 if "speed" in self.roles:
                     late = int(stats["late"] or 0)
-                    self.speed(from_floor(df, self.floors.get("speed")), batch_id, wm, stats["lo"], stats["hi"])
+                    self.speed_role.append(from_floor(df, self.floors.get("speed")), wm, stats["lo"], stats["hi"],
+                                           lineage=self.qid, batch_id=batch_id,
+                                           write="partials" not in (self.done or set()), steps=self.steps)
                     rows["speed"] = (self.version, int(stats["n_speed"]), late)
             finally:
                 if ingest is not None:
                     self.steps.seconds["bronze+quarantine"] = ingest.join()
             self.record(batch_id, meta, end, wm, rows, started)  # committed beside the next micro-batch
             if "speed" in self.roles:
-                self.compact(batch_id)
+                self.speed_role.compact(batch_id, self.steps)
             self.log_cleanup.maybe_start(batch_id)  # expired log files, beside the next micro-batches
             self.done = set()  # every later micro-batch of this query is new
             print(f"stream: batch {batch_id}: {self.steps.line()}, {self.compiled_since()} classes compiled", flush=True)
@@ -140,13 +136,7 @@ class StreamBatch:
         range of valid events (``cached_records.counts``)."""
         from spark_jobs.io.cached_records import counts
 
-        return counts(df, self.floors, self.late(wm))
-
-    def late(self, wm: datetime | None) -> Any:
-        """True for an event behind the watermark ``wm`` (``cached_records.behind``)."""
-        from spark_jobs.io.cached_records import behind
-
-        return behind(self.spark, wm)
+        return counts(df, self.floors, self.speed_role.late(wm))
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
         """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).
@@ -164,63 +154,6 @@ class StreamBatch:
         if "bronze" not in done:
             tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
                           naming.table("bronze", self.p.name), self.tag(batch_id))
-
-    def speed(self, records: Any, batch_id: int, wm: datetime | None, lo_seen: Any, hi_seen: Any) -> None:
-        """Append the micro-batch's on-time first copies, as per-window partials, to the partials table."""
-        from spark_jobs.io import partials_table
-
-        lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
-        hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
-        delay = timedelta(seconds=self.p.watermark_seconds)
-        if hi is None:  # no valid event
-            return
-        keyed = self.keyed_events(records)  # the micro-batch's one shuffle, by event id
-        self.steps.done("keyed")
-        if lo is None:  # nothing on time: the watermark this batch could record was recorded before
-            self.arrivals.add(keyed, max(x for x in (wm, hi - delay) if x is not None) - delay, hi)
-            return
-        partials = self.speed_partials(keyed, wm, lo)
-        wm_after = max(x for x in (wm, hi - delay) if x is not None)
-        self.steps.done("plan")
-        if "partials" not in (self.done or set()):
-            partials_table.append(partials, self.p, self.version, self.qid, batch_id, wm_after)
-        self.steps.done("speed")
-        self.arrivals.add(keyed, wm_after - delay, hi)
-
-    def keyed_events(self, records: Any) -> Any:
-        """The micro-batch's valid events, hash-partitioned by event id and sorted by id and arrival
-        (``RecentArrivals.keyed``): what ``speed_partials`` reads and the dedup history keeps."""
-        from spark_jobs.transforms.parse import valid_events
-
-        return self.arrivals.keyed(valid_events(records))
-
-    def speed_partials(self, keyed: Any, wm: datetime | None, lo: datetime) -> Any:
-        """The per-window partials of the micro-batch's on-time first copies (``keyed``: from
-        ``keyed_events``; ``lo``: its earliest on-time event; the dedup history reaches back one
-        watermark delay before it). The first copy of each id within the micro-batch, then only those
-        without an earlier copy in the history: no shuffle or sort of the micro-batch beyond ``keyed``."""
-        from spark_jobs.transforms.partials import earliest_copies, first_copies, partial_aggregate
-
-        on_time = keyed.where(~self.late(wm)).transform(earliest_copies(self.p))
-        history = self.arrivals.history(lo - timedelta(seconds=self.p.watermark_seconds))
-        return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
-
-    def compact(self, batch_id: int) -> None:
-        """At the end of each block of micro-batches, fold the block's partials (and whatever earlier
-        runs left in its slot) on a thread of its own while the next block runs; a failed compaction
-        fails a later micro-batch (fail closed). One still running at the next block's end makes that
-        block wait for the compaction of its slot two blocks later."""
-        from lakehouse.speed_fold import COMPACT_EVERY, slot_of
-        from spark_jobs.io.partials_table import compact, compactions
-
-        table = naming.speed_partials_table(self.p.name, self.version)
-        runs = compactions(table)
-        if runs.busy():
-            return
-        if runs.runs:
-            self.steps.seconds["compacted (beside)"] = runs.drain()
-        if batch_id % COMPACT_EVERY == COMPACT_EVERY - 1:
-            runs.start(compact, self.spark, self.p, table, slot_of(batch_id), batch_id)
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
