@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infra.py4j_lookups import DEBUGGING_OFF, import_pyspark_classes
 from lakehouse import naming, utc
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -107,6 +108,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         # work that may wait (a stream's compaction) runs in a pool whose tasks yield to everything else
         "spark.scheduler.mode": "FAIR",
         "spark.scheduler.allocation.file": str(FAIR_POOLS),
+        **DEBUGGING_OFF,  # fewer py4j calls per DataFrame call (infra.py4j_lookups)
     }
 
 
@@ -150,11 +152,13 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     conf = {**session_conf(cfg, app_name), **(extra or {})}
     conf.update(_own_scratch(cfg, conf["spark.driver.extraJavaOptions"]))
     _launch_without_password(conf)
+    import_pyspark_classes(SparkContext._jvm)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -69,3 +69,31 @@ def test_tagged_appends_go_to_the_catalog_tables_log_and_follow_a_drop(spark: Sp
     assert not log_dir.is_dir() and table_log_dir(spark, name) is None  # a managed table's files go with it
     tagged_append(spark.range(2), name, "lineage-y/0")
     assert spark.catalog.tableExists(name) and spark.table(name).count() == 2
+
+
+def test_dataframe_calls_send_no_call_sites_and_find_pyspark_classes_by_full_name(spark: SparkSession) -> None:
+    """``infra.py4j_lookups``: a session from ``get_spark`` sends no Python call site per PySpark call,
+    and py4j finds the classes PySpark names by their simple names among its single imports (no failed
+    class load per lookup)."""
+    from py4j.java_gateway import JavaObject
+    from pyspark.sql import functions as F
+
+    client = spark.sparkContext._gateway._gateway_client  # type: ignore[union-attr]
+    sent: list[str] = []
+    send = client.send_command
+
+    def counted(command: str, *args: object, **kwargs: object) -> object:
+        sent.append(command)
+        return send(command, *args, **kwargs)
+
+    client.send_command = counted
+    try:
+        df = spark.range(3).select(F.col("id").alias("a"), (F.col("id") + 1).alias("b")).select("a", "b")
+    finally:
+        del client.send_command  # the instance attribute goes; the class's method is back
+    assert sorted(r.b for r in df.collect()) == [1, 2, 3]
+    assert sent, "the select sent no py4j command at all: this test no longer sees the gateway's calls"
+    assert not [c for c in sent if "PySparkCurrentOrigin" in c]
+    imported = JavaObject("rj", client).getSingleImportsMap()  # PySpark's JVM view, on the Java side
+    assert imported.get("PythonUtils") == "org.apache.spark.api.python.PythonUtils"
+    assert imported.get("PythonSQLUtils") == "org.apache.spark.sql.api.python.PythonSQLUtils"

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="package")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    from infra.py4j_lookups import DEBUGGING_OFF
     from lakehouse import utc
 
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
@@ -32,7 +33,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     leftover = SparkContext._active_spark_context  # getOrCreate would hand back an earlier module's Hive session
     if leftover is not None:
         leftover.stop()
-    session = (SparkSession.builder.master("local[1]").appName("tidewater-pure-transforms")
+    builder = SparkSession.builder
+    for key, value in DEBUGGING_OFF.items():  # fewer py4j calls per DataFrame call
+        builder = builder.config(key, value)
+    session = (builder.master("local[1]").appName("tidewater-pure-transforms")
                .config("spark.sql.catalogImplementation", "in-memory")
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .config("spark.driver.extraJavaOptions", " ".join([utc.JVM_FLAG, *_jvm_options()]))
