@@ -75,8 +75,10 @@ def test_dataframe_calls_send_no_call_sites_and_find_pyspark_classes_by_full_nam
     """``infra.py4j_lookups``: a session from ``get_spark`` sends no Python call site per PySpark call,
     and py4j finds the classes PySpark names by their simple names among its single imports (no failed
     class load per lookup)."""
-    from py4j.java_gateway import JavaObject
+    from py4j.java_gateway import JavaClass
     from pyspark.sql import functions as F
+
+    from infra.py4j_lookups import SIMPLE_NAMES
 
     client = spark.sparkContext._gateway._gateway_client  # type: ignore[union-attr]
     sent: list[str] = []
@@ -94,6 +96,8 @@ def test_dataframe_calls_send_no_call_sites_and_find_pyspark_classes_by_full_nam
     assert sorted(r.b for r in df.collect()) == [1, 2, 3]
     assert sent, "the select sent no py4j command at all: this test no longer sees the gateway's calls"
     assert not [c for c in sent if "PySparkCurrentOrigin" in c]
-    imported = JavaObject("rj", client).getSingleImportsMap()  # PySpark's JVM view, on the Java side
-    assert imported.get("PythonUtils") == "org.apache.spark.api.python.PythonUtils"
-    assert imported.get("PythonSQLUtils") == "org.apache.spark.sql.api.python.PythonSQLUtils"
+    jvm = spark.sparkContext._jvm
+    for full_name in SIMPLE_NAMES:  # each a real class, which its simple name now names (py4j: single imports first)
+        simple = full_name.rsplit(".", 1)[1]
+        assert isinstance(getattr(jvm, full_name), JavaClass), f"{full_name} is not a class of this JVM"
+        assert getattr(jvm, simple)._fqn == full_name
