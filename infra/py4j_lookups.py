@@ -2,14 +2,14 @@
 
 A micro-batch of the speed job builds its DataFrames in Python, one py4j round trip per JVM call.
 Two of PySpark's own habits multiply those calls (counted on one micro-batch's planning: 1,988 calls,
-766 without them; 175 ms instead of 300 ms on 2 cores, stop 60 in ``benchmarks/README.md``):
+766 without them; 175-212 ms instead of 254-350 ms on 2 cores, stop 60 in ``benchmarks/README.md``):
 
 * PySpark looks classes up by their simple name (``PythonUtils`` for every ``select`` of several
   columns, ``PythonSQLUtils``...) and py4j resolves such a name through PySpark's star imports in turn:
   every package tried before the right one is a failed class load, a search of every jar on the
   class path. ``import_pyspark_classes`` imports them by their full names, which py4j tries first.
-* every PySpark function call also sends its Python call site to the JVM (five more round trips:
-  ``PySparkCurrentOrigin``), for error messages that name the user's line; ``DEBUGGING_OFF`` turns that
+* every PySpark function call also sends its Python call site to the JVM (several more round trips:
+  ``PySparkCurrentOrigin``, ``getActiveSession``, a conf read), for error messages that name the user's line; ``DEBUGGING_OFF`` turns that
   off (a static setting: it goes into the session's conf when the JVM starts).
 """
 
