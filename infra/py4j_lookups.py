@@ -9,8 +9,12 @@ Two of PySpark's own habits multiply those calls (counted on one micro-batch's p
   every package tried before the right one is a failed class load, a search of every jar on the
   class path. ``import_pyspark_classes`` imports them by their full names, which py4j tries first.
 * every PySpark function call also sends its Python call site to the JVM (several more round trips:
-  ``PySparkCurrentOrigin``, ``getActiveSession``, a conf read), for error messages that name the user's line; ``DEBUGGING_OFF`` turns that
-  off (a static setting: it goes into the session's conf when the JVM starts).
+  ``PySparkCurrentOrigin``, ``getActiveSession``, a conf read), for error messages that name the user's
+  line; ``DEBUGGING_OFF`` turns that off (a static setting: it goes into the session's conf when the
+  JVM starts).
+
+Our own code looks a JVM class up with ``jvm_class``: one round trip, where ``spark._jvm.org.apache...``
+takes one per package level, each first tried as a class through those star imports.
 """
 
 from __future__ import annotations
@@ -29,3 +33,8 @@ def import_pyspark_classes(jvm: Any) -> None:
 
     for name in SIMPLE_NAMES:
         java_import(jvm, name)
+
+
+def jvm_class(spark: Any, name: str) -> Any:
+    """The JVM class ``name`` (fully qualified) of ``spark``'s JVM, in one py4j round trip."""
+    return getattr(spark._jvm, name)

@@ -42,19 +42,16 @@ def _millis(spark: Any, ms: int) -> Any:
     """A TIMESTAMP column of ``ms`` milliseconds after the epoch, held in a ``CurrentBatchTimestamp``."""
     from pyspark.sql import Column
 
+    from infra.py4j_lookups import jvm_class
+
     data_type = getattr(jvm_class(spark, "org.apache.spark.sql.types.TimestampType$"), "MODULE$")
     expression = jvm_class(spark, "org.apache.spark.sql.catalyst.expressions.CurrentBatchTimestamp")(
         ms, data_type, jvm_class(spark, "scala.Some")("UTC"))
     return Column(jvm_class(spark, "org.apache.spark.sql.classic.ExpressionUtils").column(expression))
 
 
-def jvm_class(spark: Any, name: str) -> Any:
-    """The JVM class ``name`` (fully qualified) in one py4j round trip. ``spark._jvm.org.apache...``
-    resolves one package level per round trip, and each level first tries PySpark's star imports as
-    class names: failed class loads, each a search of every jar on the class path."""
-    return getattr(spark._jvm, name)
-
-
 def compilations(spark: Any) -> int:
     """Classes the JVM's Spark has compiled from generated code so far (Spark's codegen metrics)."""
+    from infra.py4j_lookups import jvm_class
+
     return int(jvm_class(spark, "org.apache.spark.metrics.source.CodegenMetrics").METRIC_COMPILATION_TIME().getCount())
