@@ -60,6 +60,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
     class-data-sharing archive the driver JVM maps (``infra.jvm_archive``; the Thrift server has its own)."""
     from infra.jvm import require_java
     from infra.jvm_archive import java_options
+    from infra.local_fs import no_fork_settings
     from infra.services import metastore
 
     db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
@@ -67,7 +68,9 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
     if not db["jar"] or not hive_extras:
         raise ServiceError("spark: metastore JDBC driver or hive-llap-common jar missing in .cache/jars; run 'make setup'")
     warehouse = naming.warehouse_dir(cfg)
-    class_path, jars = [*metastore_drivers(db["jar"]), str(hive_extras[0])], spark_jars()
+    own_jars, local_fs = no_fork_settings(cfg.spark.master)  # infra.local_fs: no process per local file
+    class_path = [*metastore_drivers(db["jar"]), str(hive_extras[0]), *map(str, own_jars)]
+    jars = spark_jars()
     return {
         "spark.app.name": app_name,
         "spark.master": cfg.spark.master,
@@ -109,6 +112,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         "spark.scheduler.mode": "FAIR",
         "spark.scheduler.allocation.file": str(FAIR_POOLS),
         **DEBUGGING_OFF,  # fewer py4j calls per DataFrame call (infra.py4j_lookups)
+        **local_fs,
     }
 
 

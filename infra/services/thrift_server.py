@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from infra import local_fs
 from infra.jvm import require_java
 from infra.jvm_scratch import THRIFT_OWNER, scratch_folder, scratch_settings
 from infra.services.process import ManagedProcess, port_open, start_healthy
@@ -44,6 +45,8 @@ from lakehouse.errors import ServiceError
 MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "thrift_service.py"  # run by path, not imported
 AUTH = "NOSASL"
 STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
+# spark.sql.hive.metastore.sharedPrefixes when unset (Spark 4.1, HiveUtils)
+DEFAULT_SHARED_PREFIXES = ("com.mysql.jdbc", "com.mysql.cj", "org.postgresql", "com.microsoft.sqlserver", "oracle.jdbc")
 SERVING_REDIRECT = "io.tidewater.spark.ServingRedirectExtension"  # infra/java: serving.<p> reads from memory
 
 
@@ -98,7 +101,9 @@ def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
     jars = pyspark_jars_dir()
     drivers = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e.endswith(".jar")]
     return {"spark.sql.hive.metastore.jars": "path",
-            "spark.sql.hive.metastore.jars.path": ",".join([f"file://{jars}/*", *(f"file://{d}" for d in drivers)])}
+            "spark.sql.hive.metastore.jars.path": ",".join([f"file://{jars}/*", *(f"file://{d}" for d in drivers)]),
+            # Spark's default shared prefixes, and the local file system the client's Hadoop conf names
+            "spark.sql.hive.metastore.sharedPrefixes": ",".join([*DEFAULT_SHARED_PREFIXES, local_fs.PACKAGE])}
 
 
 def cache_state_file(cfg: TidewaterConfig) -> Path:
@@ -141,7 +146,9 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     conf.update(scratch_settings(scratch_folder(cfg, THRIFT_OWNER), conf["spark.driver.extraJavaOptions"]))
     conf.update(isolated_metastore_client(conf))
     conf["spark.sql.extensions"] += f",{SERVING_REDIRECT}"
-    class_path = os.pathsep.join([driver_class_path(conf), str(build_tidewater_jar())])
+    class_path = driver_class_path(conf)
+    if str(build_tidewater_jar()) not in class_path.split(os.pathsep):  # there already with infra.local_fs
+        class_path = os.pathsep.join([class_path, str(build_tidewater_jar())])
     conf.pop("spark.driver.extraClassPath", None)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
     argv = [str(spark_submit()), "--name", conf.pop("spark.app.name"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -101,3 +102,41 @@ def test_dataframe_calls_send_no_call_sites_and_find_pyspark_classes_by_full_nam
         simple = full_name.rsplit(".", 1)[1]
         assert isinstance(getattr(jvm, full_name), JavaClass), f"{full_name} is not a class of this JVM"
         assert getattr(jvm, simple)._fqn == full_name
+
+
+def test_local_delta_writes_and_stream_commits_start_no_process(spark: SparkSession, tmp_path: Path) -> None:
+    """``infra.local_fs``: ``file:`` paths go to Tidewater's local file system, which sets permissions and
+    answers ``getFileLinkStatus`` without a ``chmod``/``readlink`` process. JFR's ``jdk.ProcessStart``
+    events of this JVM, over Delta appends and a checkpointed micro-batch, count none but the probe's own."""
+    from infra import local_fs
+    from infra.jvm import require_java
+
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+    assert jvm is not None
+    folder = jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri())
+    fs = folder.getFileSystem(conf)
+    assert fs.getClass().getName() == local_fs.FILE_SYSTEM
+    file_context = jvm.org.apache.hadoop.fs.FileContext.getFileContext(folder.toUri(), conf)
+    assert file_context.getDefaultFileSystem().getClass().getName() == local_fs.FILE_CONTEXT
+    bin_dir = Path(require_java()).resolve().parent
+    pid, recording = str(jvm.java.lang.ProcessHandle.current().pid()), tmp_path / "processes.jfr"
+    jcmd = [str(bin_dir / "jcmd"), pid]
+    subprocess.run([*jcmd, "JFR.start", "name=processes", "settings=default", f"filename={recording}"], check=True)
+    try:
+        table, out = str(tmp_path / "table"), str(tmp_path / "copy")
+        spark.range(100).write.format("delta").save(table)
+        spark.range(100, 200).write.format("delta").mode("append").save(table)
+        query = (spark.readStream.format("delta").load(table).writeStream.format("delta")
+                 .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(out))
+        query.awaitTermination()
+        jvm.java.lang.Runtime.getRuntime().exec("true").waitFor()  # the one process the recording must show
+    finally:
+        subprocess.run([*jcmd, "JFR.stop", "name=processes"], check=True, capture_output=True)
+    events = subprocess.run([str(bin_dir / "jfr"), "print", "--events", "jdk.ProcessStart", str(recording)],
+                            check=True, capture_output=True, text=True).stdout
+    assert spark.read.format("delta").load(out).count() == 200
+    assert events.count("jdk.ProcessStart") == 1 and 'command = "true"' in events, events[:3000]
+    probe = tmp_path / "mode-probe"
+    probe.write_text("x")
+    fs.setPermission(jvm.org.apache.hadoop.fs.Path(probe.as_uri()), jvm.org.apache.hadoop.fs.permission.FsPermission("640"))
+    assert probe.stat().st_mode & 0o7777 == 0o640
