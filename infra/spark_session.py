@@ -168,8 +168,21 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_query_context_loggers()
     ensure_databases(spark)
     return spark
+
+
+def _quiet_query_context_loggers() -> None:
+    """PySpark 4 logs every analysis error that has a query context (``tidewater sql`` with a misspelt
+    column) as a JSON record with the JVM's stack, on stderr; Tidewater reports the error itself, in one
+    line. Their level goes up; they stay PySpark's loggers, whose ``exception`` takes extra fields."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _own_scratch(cfg: TidewaterConfig, java_options: str) -> dict[str, str]:

@@ -55,11 +55,12 @@ def test_sql_runs_in_the_service(service: TidewaterConfig) -> None:
     out = tw("sql", "SELECT 1 + 1 AS two")
     assert out.returncode == 0, out.stderr
     assert [line.strip() for line in out.stdout.splitlines()] == ["two", "-----", "2", "(1 row)"], out.stdout
-    bad = tw("sql", "SELEC nonsense")  # the CLI's own one-line error and exit code
-    assert bad.returncode == 2 and bad.stdout == "", bad
-    assert len(bad.stderr.strip().splitlines()) == 1 and bad.stderr.startswith("tidewater: sql: "), bad.stderr
+    for wrong in ("SELEC nonsense", "SELECT no_such_column FROM range(1)"):  # a parse and an analysis error
+        bad = tw("sql", wrong)  # the CLI's own one-line error and exit code (no PySpark JSON log record)
+        assert bad.returncode == 2 and bad.stdout == "", bad
+        assert len(bad.stderr.strip().splitlines()) == 1 and bad.stderr.startswith("tidewater: sql: "), bad.stderr
     after = health(service)
-    assert (after["pid"], after["served"]) == (before["pid"], before["served"] + 2), "both ran in the service"
+    assert (after["pid"], after["served"]) == (before["pid"], before["served"] + 3), "all ran in the service"
 
 
 def test_empty_bronze_stage_exits_nothing_to_do_before_the_service(service: TidewaterConfig) -> None:
