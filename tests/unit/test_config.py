@@ -147,11 +147,13 @@ def test_cli_bad_argument_is_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", "--late", "2"],
-                         capture_output=True, text=True)
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'2' is outside 0..1" in lines[0], out.stderr
+    for bad, said in ((("--late", "2"), "'2' is outside 0..1"), (("--count", "-5"), "'-5' is below 1"),
+                      (("--count", "1e3"), "'1e3' is not a whole number")):
+        out = subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", *bad],
+                             capture_output=True, text=True)
+        assert out.returncode == 2
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and said in lines[0], out.stderr
 
 
 def test_config_show_prints_effective_values(tmp_path: Path) -> None:

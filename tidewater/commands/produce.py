@@ -24,6 +24,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; expected a count such as 1000") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 1; expected the number of events to send")
+    return value
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -100,7 +110,7 @@ def register(sub: Subparsers) -> None:
     add_pipeline_arg(p)
     p.add_argument("--rate", type=_positive, default=0.0, help="events per second (0 = as fast as possible)")
     p.add_argument("--duration", type=_positive, default=10.0, help="seconds to produce at --rate")
-    p.add_argument("--count", type=int, help="number of events (instead of rate x duration)")
+    p.add_argument("--count", type=_count, help="number of events (instead of rate x duration)")
     p.add_argument("--late", type=_fraction, default=0.0, help="fraction of events later than the watermark")
     p.add_argument("--out-of-order", type=_fraction, default=0.0, help="fraction out of order within the watermark")
     p.add_argument("--duplicates", type=_fraction, default=0.0, help="fraction of re-sent (duplicate) events")
