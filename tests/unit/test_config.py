@@ -147,8 +147,10 @@ def test_cli_bad_argument_is_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    for bad, said in ((("--late", "2"), "'2' is outside 0..1"), (("--count", "-5"), "'-5' is below 1"),
-                      (("--count", "1e3"), "'1e3' is not a whole number")):
+    for bad, said in ((("--late", "2"), "'2' is out of range; expected a fraction between 0 and 1"),
+                      (("--count", "-5"), "'-5' is out of range; expected a whole number of events, at least 1"),
+                      (("--count", "1e3"), "'1e3' is not a whole number of events"),
+                      (("--rate", "fast"), "'fast' is not a number >= 0")):
         out = subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", *bad],
                              capture_output=True, text=True)
         assert out.returncode == 2

@@ -7,41 +7,31 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected a fraction between 0 and 1") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is outside 0..1; expected a fraction such as 0.05")
-    return value
+def _argument(convert: Callable[[str], Any], accept: Callable[[Any], bool], expected: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``text`` converted, and refused in one line naming ``expected``."""
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {expected}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range; expected {expected}")
+        return value
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; expected a count such as 1000") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is below 1; expected the number of events to send")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative; expected a number >= 0")
-    return value
+_fraction = _argument(float, lambda v: 0.0 <= v <= 1.0, "a fraction between 0 and 1, such as 0.05")
+_count = _argument(int, lambda v: v >= 1, "a whole number of events, at least 1")
+_positive = _argument(float, lambda v: v >= 0, "a number >= 0")
 
 
 def _planned(args: argparse.Namespace) -> int:
