@@ -30,7 +30,7 @@ def _argument(convert: Callable[[str], Any], accept: Callable[[Any], bool], expe
 
 
 _fraction = _argument(float, lambda v: 0.0 <= v <= 1.0, "a fraction between 0 and 1, such as 0.05")
-_count = _argument(int, lambda v: v >= 1, "a whole number of events, at least 1")
+_count = _argument(int, lambda v: v >= 0, "a whole number of events >= 0 (0 creates the topic only)")
 _positive = _argument(float, lambda v: v >= 0, "a number >= 0")
 
 
