@@ -45,8 +45,9 @@ def pipeline_steps(p: str) -> None:
 
         full = bool(get_current_context()["params"].get("full"))
         proc = run_tidewater("batch", pipeline, *(["--full"] if full else []), "--stage-only", check=False)
-        if proc.returncode == NothingToDo.EXIT_CODE:
-            raise AirflowSkipException(f"bronze.{pipeline} has no events yet: nothing to publish")
+        if proc.returncode == NothingToDo.EXIT_CODE:  # bronze empty, or unchanged since the last publish
+            reason = proc.stderr.strip().splitlines()[-1:] or [f"nothing new in bronze.{pipeline}"]
+            raise AirflowSkipException(reason[0])
         if proc.returncode != 0:
             raise RuntimeError(f"'tidewater batch {pipeline} --stage-only' exited {proc.returncode}")
         staged = last_json(proc.stdout)

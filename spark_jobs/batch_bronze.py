@@ -1,6 +1,7 @@
 """What a batch run reads of bronze: one snapshot (a Delta version), the rows added since a version
 (Change Data Feed), its statistics from the Delta log, and the cutoff they give; and the Spark-free
-check that an empty pipeline has nothing to stage."""
+checks that an empty pipeline, or one whose bronze has not changed since its last published run, has
+nothing to stage."""
 
 from __future__ import annotations
 
@@ -71,3 +72,21 @@ def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
 
     if not live_files(table_path(cfg, naming.table("bronze", p.name))):
         raise bronze_empty(p)
+
+
+def require_bronze_change(cfg: TidewaterConfig, p: Pipeline) -> None:
+    """Spark-free: NothingToDo when bronze has no commit since the bronze version the latest published run
+    read (its log folder against ``ops.batch_runs``' files), so an hourly run of an idle pipeline ends in
+    milliseconds instead of staging, auditing and recording a run of no windows. Nothing can differ: the
+    new events and the cutoff both come from bronze. A commit that adds no rows (OPTIMIZE) still runs."""
+    from spark_jobs import batch_runs
+    from spark_jobs.io.delta_io import latest_version
+    from spark_jobs.io.ops_reader import read_rows, table_path
+
+    bronze = naming.table("bronze", p.name)
+    version = latest_version(table_path(cfg, bronze))
+    last = batch_runs.latest_published(batch_runs.current_runs(
+        [r for r in read_rows(cfg, batch_runs.TABLE) if r["pipeline"] == p.name]))
+    if last is not None and version >= 0 and int(last["bronze_version"]) == version:
+        raise NothingToDo(f"batch: {bronze} is still at v{version}, which run {last['run_id']} published; nothing "
+                          f"to recompute ('tidewater batch {p.name} --full' recomputes every window anyway)")

@@ -96,7 +96,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
                                                   capfd: pytest.CaptureFixture[str]) -> None:
     from pyspark.sql import functions as F
 
-    from lakehouse.errors import TidewaterError
+    from lakehouse.errors import NothingToDo, TidewaterError
     from spark_jobs import batch, batch_bronze, batch_publish, batch_runs
 
     p = load_pipeline("sensor_readings")
@@ -113,6 +113,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     # later data, late events into already-published windows, and re-sent duplicates
     late = [sensor(1000 + i, f"s{i % 3}", 30_000 + i * 60_000, -3.5 - i) for i in range(4)]
     send([sensor(i, f"s{i % 3}", i * 4_000, 20.0 + i % 7) for i in range(150, 240)] + late + sent[10:20])
+    batch_bronze.require_bronze_change(cfg, p)  # the CLI's Spark-free check: bronze has a commit since `first`
     second = batch.run(spark, cfg, p)
     assert second["mode"] == "incremental"
     assert staged_way(capfd) == "fold"  # late events and re-sent copies fold into the published windows
@@ -142,8 +143,6 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     before = sorted(spark.sql(per_run).collect())
     assert record_ledger(spark, cfg, p, third["run_id"]) == third["windows_written"]
     assert sorted(spark.sql(per_run).collect()) == before and len(before) == 3
-    from lakehouse.errors import NothingToDo
-
     with pytest.raises(NothingToDo, match="run 'no-such-run' of sensor_readings is not published"):
         record_ledger(spark, cfg, p, "no-such-run")  # checked against ops.batch_runs before any SQL
 
@@ -173,6 +172,9 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     assert {r["finality"] for r in published} <= {"final", "corrected"} and len(published) == len(incremental)
     again = batch.run(spark, cfg, p)  # nothing new: same table
     assert again["windows_written"] == 0 and table_rows(spark, p) == incremental
+    # so the CLI (and the DAG's stage task) ends such a run before Spark: exit 3, one line naming the run
+    with pytest.raises(NothingToDo, match=f"is still at v{version}, which run {again['run_id']} published;"):
+        batch_bronze.require_bronze_change(cfg, p)
     # two runs staged in turn (the DAG's stage task, then a manual one): only the later one can publish
     older, newer = batch.stage(spark, cfg, p), batch.stage(spark, cfg, p)
     with pytest.raises(TidewaterError, match="is 'superseded', not the latest staged run"):

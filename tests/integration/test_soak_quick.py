@@ -73,5 +73,6 @@ def test_exactly_once_and_serving_equals_oracle_on_real_volumes(
     oracle = m["oracle"]
     assert oracle["differences"] == 0 and oracle["serving_rows"] == oracle["windows"], oracle
     assert oracle["batch_windows"] >= 50 and oracle["speed_windows"] >= 50, oracle  # 100 sensors x minutes
-    assert m["scheduled_runs_published"] >= 1 and m["final_batch_exit"] == 0, m
+    # the final run publishes, or exits 3 (NothingToDo) when the DAG's last publish already read the last bronze
+    assert m["scheduled_runs_published"] >= 1 and m["final_batch_exit"] in (0, 3), m
     assert m["micro_batches"] >= 2 and len(run["samples"]) >= s["seconds"] // 10 - 2, m

@@ -24,9 +24,9 @@ def _spark(cfg: Any, app: str) -> Any:
 
 
 def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table
-    (exit 3 at once). The CLI runs them before it forwards the command to the job service; returns the
-    config and the pipeline."""
+    """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table or,
+    unless ``--full``, one with no commit since the last published run (exit 3 at once). The CLI runs
+    them before it forwards the command to the job service; returns the config and the pipeline."""
     from spark_jobs import batch, batch_bronze
 
     cfg = config_from(args)
@@ -38,6 +38,8 @@ def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
         raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
     if not args.publish:
         batch_bronze.require_bronze_rows(cfg, p)
+    if not args.publish and not args.full:
+        batch_bronze.require_bronze_change(cfg, p)
     return cfg, p
 
 
