@@ -178,6 +178,12 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     assert retried["ledger"] == {"run_id": run_id, "recorded": False}, retried
     before = serving_snapshot(spark)
     assert before[0], "serving view is empty after a published run"
+    # bronze unchanged since that publish (an idle pipeline's hourly run): stage is skipped with the CLI's line
+    idle, states = trigger(cfg, tok, "tidewater_batch", {"pipeline": "sensor_readings"})
+    assert idle["state"] == "success" and states["sensor_readings.stage"] == "skipped", states
+    assert states["sensor_readings.publish"] == "skipped", states
+    log = task_log(cfg, tok, "tidewater_batch", idle["dag_run_id"], "sensor_readings.stage")
+    assert f"which run {run_id} published; nothing to recompute" in log, log[-2000:]
 
     # in the first window, which the published run covered: the next (incremental) run recomputes it
     write_bronze(spark, cfg, [("s-hot", 1000.0)], start=start, first_offset=10_000)
