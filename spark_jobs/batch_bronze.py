@@ -85,8 +85,10 @@ def require_bronze_change(cfg: TidewaterConfig, p: Pipeline) -> None:
 
     bronze = naming.table("bronze", p.name)
     version = latest_version(table_path(cfg, bronze))
-    last = batch_runs.latest_published(batch_runs.current_runs(
-        [r for r in read_rows(cfg, batch_runs.TABLE) if r["pipeline"] == p.name]))
-    if last is not None and version >= 0 and int(last["bronze_version"]) == version:
-        raise NothingToDo(f"batch: {bronze} is still at v{version}, which run {last['run_id']} published; nothing "
+    # runs publish in staging order and each reads the newest bronze, so a published run at this version
+    # is the latest published run (no timestamps read: they would cost pandas' import)
+    done = [r["run_id"] for r in read_rows(cfg, batch_runs.TABLE, ["run_id", "pipeline", "status", "bronze_version"])
+            if r["pipeline"] == p.name and r["status"] == "published" and r["bronze_version"] == version]
+    if done and version >= 0:
+        raise NothingToDo(f"batch: {bronze} is still at v{version}, which run {done[-1]} published; nothing "
                           f"to recompute ('tidewater batch {p.name} --full' recomputes every window anyway)")
