@@ -12,6 +12,7 @@ the UI (each run recomputes what changed since the last published run).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
@@ -37,19 +38,26 @@ def _selected(pipeline: str) -> None:
         raise AirflowSkipException(f"run is for pipeline {chosen!r}, not {pipeline!r}")
 
 
+def skip_if_nothing_to_do(proc: Any, otherwise: str) -> None:
+    """Exit 3 (NothingToDo) skips the task and those after it, with the CLI's reason; another non-zero
+    exit fails it (Airflow retries)."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    if proc.returncode == NothingToDo.EXIT_CODE:
+        reason = proc.stderr.strip().splitlines()[-1:] or [otherwise]
+        raise AirflowSkipException(reason[0].removeprefix("tidewater: "))
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"'{' '.join(proc.args[1:])}' exited {proc.returncode}: {' | '.join(tail)}")
+
+
 def pipeline_steps(p: str) -> None:
     @task(task_id="stage")
     def stage(pipeline: str = p) -> dict:
         _selected(pipeline)
-        from airflow.sdk.exceptions import AirflowSkipException
-
         full = bool(get_current_context()["params"].get("full"))
         proc = run_tidewater("batch", pipeline, *(["--full"] if full else []), "--stage-only", check=False)
-        if proc.returncode == NothingToDo.EXIT_CODE:  # bronze empty, or unchanged since the last publish
-            reason = proc.stderr.strip().splitlines()[-1:] or [f"nothing new in bronze.{pipeline}"]
-            raise AirflowSkipException(reason[0])
-        if proc.returncode != 0:
-            raise RuntimeError(f"'tidewater batch {pipeline} --stage-only' exited {proc.returncode}")
+        skip_if_nothing_to_do(proc, f"nothing new in bronze.{pipeline}")  # empty, or unchanged since the last publish
         staged = last_json(proc.stdout)
         print(f"staged {staged}")
         return staged
@@ -68,7 +76,8 @@ def pipeline_steps(p: str) -> None:
 
     @task(task_id="publish", outlets=[batch_asset(p), serving_asset(p)])
     def publish(staged: dict, _validated: str, pipeline: str = p) -> dict:
-        proc = run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]))
+        proc = run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]), check=False)
+        skip_if_nothing_to_do(proc, f"run {staged['run_id']} was superseded")  # a later run took its place
         return last_json(proc.stdout)
 
     @task(task_id="reconcile")

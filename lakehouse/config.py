@@ -225,12 +225,17 @@ def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] 
         raw = loaded
     elif explicit:
         raise ConfigError("TIDEWATER_CONFIG", str(cfg_path), "the path of an existing YAML file")
-    for var, dotted in ENV_OVERRIDES.items():
-        if env.get(var):
-            set_dotted(raw, dotted, env[var])
-    cfg = build(TidewaterConfig, raw)
-    data_dir = cfg.data_dir if cfg.data_dir.is_absolute() else (cfg_path.resolve().parent / cfg.data_dir)
-    cfg = TidewaterConfig(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, "data_dir": data_dir,
-                             "source": str(cfg_path.resolve()) if cfg_path.exists() else "<defaults>"})
-    validate(cfg)
+    from_env = {dotted: var for var, dotted in ENV_OVERRIDES.items() if env.get(var)}
+    for dotted, var in from_env.items():
+        set_dotted(raw, dotted, env[var])
+    try:
+        cfg = build(TidewaterConfig, raw)
+        data_dir = cfg.data_dir if cfg.data_dir.is_absolute() else (cfg_path.resolve().parent / cfg.data_dir)
+        cfg = TidewaterConfig(**{**{f.name: getattr(cfg, f.name) for f in fields(cfg)}, "data_dir": data_dir,
+                                 "source": str(cfg_path.resolve()) if cfg_path.exists() else "<defaults>"})
+        validate(cfg)
+    except ConfigError as exc:  # a value set by an environment variable: the error names the variable to fix
+        if exc.key not in from_env or exc.source:
+            raise
+        raise ConfigError(exc.key, exc.value, exc.expected, source=from_env[exc.key]) from None
     return cfg

@@ -18,12 +18,13 @@ def coerce(key: str, value: Any, typ: Any, default: Any) -> Any:
     """Convert one raw value to the field's type, or raise a ConfigError that names the key."""
     type_name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
     if type_name == "int":
+        expected = f"an integer, e.g. {default if isinstance(default, int) else 4}"
         if isinstance(value, bool):
-            raise ConfigError(key, value, "an integer, e.g. 4")
+            raise ConfigError(key, value, expected)
         try:
             return int(value)
         except (TypeError, ValueError):
-            raise ConfigError(key, value, "an integer, e.g. 4") from None
+            raise ConfigError(key, value, expected) from None
     if type_name == "bool":
         if isinstance(value, bool) or str(value).lower() in ("true", "false", "1", "0"):
             return value if isinstance(value, bool) else str(value).lower() in ("true", "1")

@@ -36,9 +36,10 @@ class TopicMissing(TidewaterError):
 class ConfigError(TidewaterError):
     """A configuration key holds a value of the wrong form."""
 
-    def __init__(self, key: str, value: Any, expected: str) -> None:
-        self.key, self.value, self.expected = key, value, expected
-        super().__init__(f"config error: '{key}' is {value!r}; expected {expected}")
+    def __init__(self, key: str, value: Any, expected: str, source: str = "") -> None:
+        self.key, self.value, self.expected, self.source = key, value, expected, source
+        origin = f" (from {source})" if source else ""
+        super().__init__(f"config error: '{key}' is {value!r}{origin}; expected {expected}")
 
 
 class PipelineDefinitionError(TidewaterError):
@@ -46,7 +47,8 @@ class PipelineDefinitionError(TidewaterError):
 
     def __init__(self, pipeline: str, field: str, problem: str) -> None:
         self.pipeline, self.field = pipeline, field
-        super().__init__(f"pipeline '{pipeline}': field '{field}' {problem}")
+        where = f": field '{field}' " if field else " "  # no field: the pipeline's name itself
+        super().__init__(f"pipeline '{pipeline}'{where}{problem}")
 
 
 class ServiceError(TidewaterError):

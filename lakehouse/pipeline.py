@@ -189,10 +189,11 @@ def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None)
 
     path, known = PIPELINES_DIR / f"{name}.yml", ", ".join(declared_pipelines()) or "none"
     if not _NAME.match(str(name)):
-        raise PipelineDefinitionError(str(name), "name", "is not lower_snake_case (letters, digits, _); "
+        raise PipelineDefinitionError(str(name), "", "is not lower_snake_case (letters, digits, _); "
                                       f"known pipelines: {known}")
     if not path.exists():
-        raise PipelineDefinitionError(name, "name", f"has no definition {path.name}; known pipelines: {known}")
+        declared_in = path.relative_to(PIPELINES_DIR.parent.parent)
+        raise PipelineDefinitionError(name, "", f"is not declared (no {declared_in}); known pipelines: {known}")
     pipeline = parse_pipeline(yaml.safe_load(path.read_text()), source=name)
     extra = (overrides or {}).get(name) or {}
     if not isinstance(extra, dict):

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts
-from lakehouse.errors import TidewaterError
+from lakehouse.errors import NothingToDo, TidewaterError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -89,16 +89,29 @@ def already_published(spark: SparkSession, pipeline: str, run_id: str) -> dict[s
 
 
 def require_latest_staged(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any]:
-    """The staged run ``run_id``, or a TidewaterError saying why it cannot be published."""
+    """The staged run ``run_id``, or a TidewaterError saying why it cannot be published: NothingToDo (not a
+    failure) for a run that a later one superseded, whose rows took its place in staging and which went on
+    or goes on to be published or refused by its own caller (the DAG's hourly run and a manual one)."""
     all_runs = runs(spark, pipeline)
     mine = [r for r in all_runs if r["run_id"] == run_id]
     if not mine:
         raise TidewaterError(f"batch: run {run_id!r} of {pipeline} is not in {TABLE}; stage one with "
                              f"'tidewater batch {pipeline} --stage-only'")
     run = mine[0]
+    later = all_runs[all_runs.index(run) + 1:]
+    if run["status"] == "superseded" and later:
+        raise superseded(run, later)
     staged = [r for r in all_runs if r["status"] == "staged"]
     latest = staged[-1]["run_id"] if staged else None
     if run["status"] != "staged" or latest != run_id:
         raise TidewaterError(f"batch: run {run_id} of {pipeline} is '{run['status']}', not the latest staged run "
                              f"(latest staged: {latest}); stage a new run with 'tidewater batch {pipeline} --stage-only'")
     return run
+
+
+def superseded(run: dict[str, Any], later: list[dict[str, Any]]) -> NothingToDo:
+    """Why a superseded run publishes nothing: the run staged after it (from newer bronze) and its status."""
+    nxt = later[0]
+    newest = "" if len(later) == 1 else f"; the latest is {later[-1]['run_id']} ({later[-1]['status']})"
+    return NothingToDo(f"batch: run {run['run_id']} of {run['pipeline']} was superseded by run {nxt['run_id']} "
+                       f"({nxt['status']}), staged after it{newest}; nothing to publish")

@@ -96,7 +96,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
                                                   capfd: pytest.CaptureFixture[str]) -> None:
     from pyspark.sql import functions as F
 
-    from lakehouse.errors import NothingToDo, TidewaterError
+    from lakehouse.errors import NothingToDo
     from spark_jobs import batch, batch_bronze, batch_publish, batch_runs
 
     p = load_pipeline("sensor_readings")
@@ -177,9 +177,13 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
         batch_bronze.require_bronze_change(cfg, p)
     # two runs staged in turn (the DAG's stage task, then a manual one): only the later one can publish
     older, newer = batch.stage(spark, cfg, p), batch.stage(spark, cfg, p)
-    with pytest.raises(TidewaterError, match="is 'superseded', not the latest staged run"):
+    with pytest.raises(NothingToDo) as err:  # not a failure (exit 3): the DAG's publish task is skipped
         batch_publish.publish(spark, cfg, p, older["run_id"])
+    assert str(err.value) == (f"batch: run {older['run_id']} of sensor_readings was superseded by run "
+                              f"{newer['run_id']} (staged), staged after it; nothing to publish")
     assert batch_publish.publish(spark, cfg, p, newer["run_id"])["status"] == "published"
+    with pytest.raises(NothingToDo, match=f"superseded by run {newer['run_id']} \\(published\\), staged after it;"):
+        batch_publish.publish(spark, cfg, p, older["run_id"])
     statuses = {r["run_id"]: r["status"] for r in batch_runs.runs(spark, p.name)}
     assert all(statuses[r["run_id"]] == "published" for r in (first, second, third, full, again, newer))
     assert statuses[older["run_id"]] == "superseded"

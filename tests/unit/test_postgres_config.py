@@ -43,7 +43,7 @@ def test_file_and_environment_select_postgres(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "env", "message"), [
     ("airflow: {database: mysql}\n", {}, "config error: 'airflow.database' is 'mysql'; expected 'sqlite' or 'postgres'"),
     ("{}", {"TIDEWATER_METASTORE_BACKEND": "mysql"},
-     "config error: 'metastore.backend' is 'mysql'; expected 'derby' or 'postgres'"),
+     "config error: 'metastore.backend' is 'mysql' (from TIDEWATER_METASTORE_BACKEND); expected 'derby' or 'postgres'"),
     ("postgres: {port: 70000}\n", {}, "config error: 'postgres.port' is 70000; expected a TCP port between 1 and 65535"),
     ("postgres: {host: 0.0.0.0}\n", {}, "config error: 'postgres.host' is '0.0.0.0'; expected a loopback address"),
     ("postgres: {user: 'a b'}\n", {}, "config error: 'postgres.user' is 'a b'; expected a role name"),

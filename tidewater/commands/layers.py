@@ -49,7 +49,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     cfg, p = batch_precheck(args)
     spark = _spark(cfg, f"tidewater-batch-{p.name}")
     if args.stage_only:
-        progress(f"staging a {'full' if args.full else 'incremental'} batch run of {p.name} …")
+        progress(f"staging a batch run of {p.name}{' (full recompute)' if args.full else ''} …")
         print(batch.run_line(batch.stage(spark, cfg, p, args.full)), flush=True)
         return 0
     if args.publish:
@@ -58,7 +58,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
         print(batch.run_line(publish(spark, cfg, p, args.run_id)), flush=True)
         return 0
-    progress(f"running the batch layer for {p.name} ({'full' if args.full else 'incremental'}) …")
+    # incremental or full is decided under the batch lock (a first run is full); the last line says which
+    progress(f"running the batch layer for {p.name}{' (full recompute)' if args.full else ''} …")
     run = batch.run(spark, cfg, p, args.full)
     print(f"batch {p.name}: run {run['run_id']} ({run['mode']}) published {run['windows_written']} windows "
           f"(deleted {run['windows_deleted']}) up to cutoff {run['cutoff']} from bronze v{run['bronze_version']}, "
