@@ -65,7 +65,11 @@ def forward(argv: list[str], args: argparse.Namespace) -> int | None:
         if exc.code == 401:
             print(f"tidewater: the job service at {job_service.base_url(cfg)} refused the token in "
                   f"{job_service.token_file(cfg)}; running here", file=sys.stderr)
-        return None  # 409: it serves another configuration or code
+        if exc.code == 409:
+            print(f"tidewater: the job service at {job_service.base_url(cfg)} runs another configuration or an "
+                  "older copy of the code; running here, with a JVM start ('tidewater up' restarts an idle service)",
+                  file=sys.stderr)
+        return None
     except urllib.error.URLError:
         return None  # not running: nothing was sent
     except (OSError, http.client.HTTPException) as exc:

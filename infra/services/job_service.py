@@ -103,10 +103,23 @@ def enabled(cfg: TidewaterConfig) -> bool:
     return cfg.job_service.enabled
 
 
+def stale(cfg: TidewaterConfig, report: dict[str, Any]) -> bool:
+    """The running service (its ``/health`` report) serves another configuration or code than this
+    process has: edited since it started, so every command would run locally, each with a JVM start."""
+    return bool(report.get("fingerprint")) and report["fingerprint"] != fingerprint(cfg)
+
+
 def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
+    """Start the service; one that runs stale code and has no command running is restarted (``up``
+    after an edit or a pull), one busy with commands is left running (they run locally meanwhile)."""
     proc = _process(cfg)
     if proc.running():
-        return proc.pid() or 0
+        report = health(cfg)
+        if not stale(cfg, report) or report.get("running"):
+            return proc.pid() or 0
+        print(f"job_service: restarting pid {proc.pid()}, which runs another configuration or an older copy of "
+              "the code", file=sys.stderr, flush=True)
+        stop(cfg)
     if port_open(cfg.job_service.host, cfg.job_service.port):
         raise ServiceError(f"job_service: port {cfg.job_service.port} is already in use; "
                            "set job_service.port or TIDEWATER_JOB_SERVICE_PORT")
@@ -129,4 +142,6 @@ def status(cfg: TidewaterConfig) -> dict[str, object]:
     row: dict[str, object] = {"service": "jobs", "pid": proc.pid(), "address": base_url(cfg), "healthy": bool(report)}
     if report:
         row["commands"] = f"{report['running']} running, {report['served']} served"
+        if stale(cfg, report):
+            row["code"] = "stale (another configuration or older code: commands run locally; 'tidewater up' restarts it)"
     return {**row, "auth": f"token in {token_file(cfg)}", "log": str(proc.log_file)}

@@ -131,6 +131,36 @@ def test_wrong_token_is_refused(service: TidewaterConfig) -> None:
     assert health(service)["served"] == served, "nothing ran"
 
 
+def test_a_stale_service_is_named_and_up_restarts_it(service: TidewaterConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service started before a change (here: another effective configuration, as after an edit or a
+    pull) does not take the command: the client says so in one line and runs it here; ``status`` marks
+    the service stale; ``up`` (``job_service.start``) restarts it, idle, on what the CLI now runs."""
+    from infra.services import job_service
+    from lakehouse.config import load_config
+
+    nice = str((service.spark.speed_nice + 1) % 20)
+    other = load_config(env={**os.environ, "TIDEWATER_SPEED_NICE": nice})
+    assert other.data_dir == service.data_dir and job_service.fingerprint(other) != job_service.fingerprint(service)
+    before = health(service)
+    out = tw("sql", "SELECT 'here' AS ran", env={"TIDEWATER_SPEED_NICE": nice})
+    assert out.returncode == 0 and "here" in out.stdout, out.stderr
+    assert out.stderr.splitlines()[0] == (
+        f"tidewater: the job service at {job_service.base_url(service)} runs another configuration or an older "
+        "copy of the code; running here, with a JVM start ('tidewater up' restarts an idle service)"), out.stderr
+    assert health(service)["served"] == before["served"], "the stale service ran nothing"
+    assert str(job_service.status(other).get("code", "")).startswith("stale"), job_service.status(other)
+    assert "code" not in job_service.status(service)
+    monkeypatch.setenv("TIDEWATER_SPEED_NICE", nice)  # what a shell with the new setting passes to 'up'
+    restarted = job_service.start(other)
+    assert restarted != before["pid"] and health(other)["fingerprint"] == job_service.fingerprint(other)
+    again = tw("sql", "SELECT 'there' AS ran")
+    assert again.returncode == 0 and "there" in again.stdout and "job service" not in again.stderr, again.stderr
+    assert health(other)["served"] == 1
+    monkeypatch.delenv("TIDEWATER_SPEED_NICE")
+    assert job_service.start(service) != restarted  # back on the module's configuration, for the next test
+    assert health(service)["fingerprint"] == job_service.fingerprint(service)
+
+
 def test_service_killed_mid_command_fails_closed(service: TidewaterConfig) -> None:
     """Last in the module: it kills the service. The client reports one line and exit 2; it does not
     re-run the command locally (it may have run in part)."""
