@@ -63,6 +63,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
+STACK_LOCK = "stack"  # one 'up' or 'down' of a data folder at a time
+STACK_LOCK_WAIT_SECONDS = 900.0
+
+
+def stack_lock(cfg: TidewaterConfig) -> Any:
+    """Held by ``up`` and ``down`` from their first service to their last: two started together run in
+    turn (the second finds the services running, or stopped), instead of both spawning a process
+    between one's PID-file check and its write, and one PID file then naming the process that lost."""
+    from spark_jobs.locks import exclusive
+
+    return exclusive(cfg, STACK_LOCK, STACK_LOCK_WAIT_SECONDS)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from infra.jars import fetch_jars
 
@@ -72,15 +85,17 @@ def cmd_up(args: argparse.Namespace) -> int:
         from infra.jvm import require_java
 
         require_java()
-    if fetch_jars():
-        progress("fetched JVM jars")
-    for svc in selected:
-        progress(f"starting {_name(svc)} …")
-        svc.start(cfg)
-    made = create_topics(cfg)
+    with stack_lock(cfg):
+        if fetch_jars():
+            progress("fetched JVM jars")
+        for svc in selected:
+            progress(f"starting {_name(svc)} …")
+            svc.start(cfg)
+        made = create_topics(cfg)
     if made:
         progress(f"created topics {', '.join(made)}")
-    return cmd_status(args)
+    shown = cmd_status(args)  # every service's row; the exit status is the started ones' (``--only``)
+    return shown if not args.only else 0 if all(r["healthy"] for s in selected for r in _rows(s, cfg)) else 1
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -89,14 +104,15 @@ def cmd_down(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     services = list(reversed(_services()))
     schedulers = [svc for svc in services if _name(svc) == "airflow"]  # first: its speed supervisor
-    for svc in schedulers:                                               # would restart the jobs stopped next
-        if svc.stop(cfg):
-            print(f"stopped {_name(svc)}")
-    for name in stop_all_speed(cfg):
-        print(f"stopped speed job {name}")
-    for svc in services:
-        if svc not in schedulers and svc.stop(cfg):
-            print(f"stopped {_name(svc)}")
+    with stack_lock(cfg):                                               # would restart the jobs stopped next
+        for svc in schedulers:
+            if svc.stop(cfg):
+                print(f"stopped {_name(svc)}")
+        for name in stop_all_speed(cfg):
+            print(f"stopped speed job {name}")
+        for svc in services:
+            if svc not in schedulers and svc.stop(cfg):
+                print(f"stopped {_name(svc)}")
     return 0
 
 
