@@ -63,7 +63,7 @@ def final_batch(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, since: d
     if out.returncode:
         res.notes.append(f"final batch: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
     return {"scheduled_runs_published": len(scheduled), "final_batch_exit": out.returncode,
-            "final_batch_output": out.stdout.strip().splitlines()[-1:]}
+            "final_batch_output": [line for line in out.stdout.splitlines() if line.startswith(f"batch {p.name}: ")]}
 
 
 def scheduled_publishes(cfg: TidewaterConfig, p: Pipeline, since: datetime) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from lakehouse import naming
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ARGS: dict[str, Any] = {"owner": "tidewater", "retries": 2, "retry_delay": timedelta(minutes=1)}
 STALL_TRIGGERS = 12          # progress older than this many trigger intervals (while lag > 0) = stalled
@@ -75,13 +77,13 @@ def batch_asset(pipeline: str) -> Any:
     """The Asset a batch publish updates: ``batch.<p>`` and, in the same step, ``serving.<p>``."""
     from airflow.sdk import Asset
 
-    return Asset(name=f"batch.{pipeline}", uri=f"tidewater://batch/{pipeline}", group="tidewater")
+    return Asset(name=naming.table("batch", pipeline), uri=naming.asset_uri("batch", pipeline), group="tidewater")
 
 
 def serving_asset(pipeline: str) -> Any:
     from airflow.sdk import Asset
 
-    return Asset(name=f"serving.{pipeline}", uri=f"tidewater://serving/{pipeline}", group="tidewater")
+    return Asset(name=naming.table("serving", pipeline), uri=naming.asset_uri("serving", pipeline), group="tidewater")
 
 
 def tidewater_bin() -> str:

@@ -53,6 +53,13 @@ def ops_table(name: str) -> str:
     return f"ops.{name}"
 
 
+def asset_uri(layer: str, pipeline: str) -> str:
+    """URI of the Airflow Asset that a publish of ``<layer>.<pipeline>`` updates (the DAGs' outlets and
+    the CLI's Asset events for its own publishes), e.g. ``tidewater://batch/sensor_readings``."""
+    table(layer, pipeline)  # a known layer
+    return f"tidewater://{layer}/{pipeline}"
+
+
 def staging_table(layer: str, pipeline: str) -> str:
     return f"{layer}.{pipeline}__staging"
 

@@ -6,6 +6,8 @@ and maintenance DAGs run. Every DAG task runs the ``tidewater`` CLI on this pack
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -108,15 +110,20 @@ def test_supervisor_batch_and_quality_are_active_after_up(airflow_up: TidewaterC
                       "tidewater_maintenance": True}, paused
 
 
-def asset_triggered_run(cfg: TidewaterConfig, tok: str, dag_id: str, timeout: float = 600) -> dict:
-    """The first run of ``dag_id`` that an Asset event created, once it finished."""
+def asset_triggered_runs(cfg: TidewaterConfig, tok: str, dag_id: str) -> list[dict]:
+    return list(api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns?run_type=asset_triggered&order_by=run_after",
+                    tok)["dag_runs"])
+
+
+def asset_triggered_run(cfg: TidewaterConfig, tok: str, dag_id: str, timeout: float = 600, seen: int = 0) -> dict:
+    """The first run of ``dag_id`` that an Asset event created after the ``seen`` earlier ones, once it finished."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        runs = api(cfg, "GET", f"/api/v2/dags/{dag_id}/dagRuns?run_type=asset_triggered", tok)["dag_runs"]
-        if runs:
-            return wait_for_run(cfg, tok, dag_id, runs[0]["dag_run_id"], timeout=deadline - time.monotonic())
+        runs = asset_triggered_runs(cfg, tok, dag_id)
+        if len(runs) > seen:
+            return wait_for_run(cfg, tok, dag_id, runs[seen]["dag_run_id"], timeout=deadline - time.monotonic())
         time.sleep(5)
-    raise AssertionError(f"no asset-triggered run of {dag_id} within {timeout}s")
+    raise AssertionError(f"no asset-triggered run of {dag_id} after the {seen} earlier within {timeout}s")
 
 
 def task_result(cfg: TidewaterConfig, tok: str, dag_run: dict, task_id: str) -> dict:
@@ -184,6 +191,26 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
     assert states["sensor_readings.publish"] == "skipped", states
     log = task_log(cfg, tok, "tidewater_batch", idle["dag_run_id"], "sensor_readings.stage")
     assert f"which run {run_id} published; nothing to recompute" in log, log[-2000:]
+
+    # a publish by plain 'tidewater batch' (outside Airflow) records the Asset events the DAG's publish
+    # task would: the data-aware quality DAG follows it as well
+    write_bronze(spark, cfg, [("s-0", 12.5), ("s-1", 13.5)], start=start, first_offset=5_000)
+    seen = len(asset_triggered_runs(cfg, tok, "tidewater_quality"))
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "batch", "sensor_readings"], capture_output=True,
+                         text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "… Asset events recorded for batch.sensor_readings, serving.sensor_readings" in out.stdout, out.stdout
+    cli_run = next(line for line in out.stdout.splitlines() if line.startswith("batch sensor_readings: run ")).split()[3]
+    events = api(cfg, "GET", "/api/v2/assets/events?limit=100&order_by=-timestamp", tok)["asset_events"]
+    mine = {e.get("name") or e.get("uri"): e["extra"] for e in events if (e.get("extra") or {}).get("run_id") == cli_run}
+    assert set(mine) in ({"batch.sensor_readings", "serving.sensor_readings"},
+                         {"tidewater://batch/sensor_readings", "tidewater://serving/sensor_readings"}), events[:4]
+    assert all(extra["source"] == "tidewater batch" for extra in mine.values()), mine
+    followed = asset_triggered_run(cfg, tok, "tidewater_quality", seen=seen)
+    assert followed["state"] == "success", followed
+    spark.catalog.refreshTable("batch.sensor_readings")
+    published = sorted(tuple(r) for r in spark.table("batch.sensor_readings").collect())
+    before = serving_snapshot(spark)
 
     # in the first window, which the published run covered: the next (incremental) run recomputes it
     write_bronze(spark, cfg, [("s-hot", 1000.0)], start=start, first_offset=10_000)

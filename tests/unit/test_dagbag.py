@@ -121,6 +121,20 @@ def test_quality_runs_on_the_batch_assets_and_active_dags(dagbag: DagBag) -> Non
                           "tidewater_replay": False, "tidewater_maintenance": True}
 
 
+def test_the_cli_records_the_assets_the_publish_task_updates(dagbag: DagBag) -> None:
+    """Plain ``tidewater batch`` records Asset events for the URIs that the DAG's publish task has as
+    outlets (one owner: ``naming.asset_uri``); the lookup keeps exact URIs, not ``uri_pattern``'s substrings."""
+    from infra.services.airflow_assets import LAYERS, asset_ids
+    from lakehouse import naming
+
+    publish = dagbag.dags["tidewater_batch"].get_task("sensor_readings.publish")
+    assert {a.uri for a in publish.outlets} == {naming.asset_uri(layer, "sensor_readings") for layer in LAYERS}
+    listed = [{"id": 1, "uri": "tidewater://batch/sensor_readings"}, {"id": 2, "uri": "tidewater://batch/sensor_readings_eu"},
+              {"id": 3, "uri": "tidewater://serving/sensor_readings"}]
+    wanted = [naming.asset_uri(layer, "sensor_readings") for layer in LAYERS]
+    assert asset_ids(listed, wanted) == {"tidewater://batch/sensor_readings": 1, "tidewater://serving/sensor_readings": 3}
+
+
 def test_active_dags_knob(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 

@@ -63,7 +63,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     run = batch.run(spark, cfg, p, args.full)
     print(f"batch {p.name}: run {run['run_id']} ({run['mode']}) published {run['windows_written']} windows "
           f"(deleted {run['windows_deleted']}) up to cutoff {run['cutoff']} from bronze v{run['bronze_version']}, "
-          f"{run['events_read']} events read, {run['duration_ms'] / 1000:.1f}s")
+          f"{run['events_read']} events read, {run['duration_ms'] / 1000:.1f}s", flush=True)
+    from infra.services.airflow_assets import record_publish
+
+    # the DAG's publish task records these events itself (its outlets); it runs '--publish', never this
+    progress(record_publish(cfg, p.name, {"run_id": run["run_id"], "bronze_version": int(run["bronze_version"]),
+                                          "source": "tidewater batch"}))
     return 0
 
 
