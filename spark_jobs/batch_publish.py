@@ -115,6 +115,8 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
     merge_staged(spark, p, run, speed.name, numbered, staged_here)
     steps.done("batch rows")
+    if not run["windows_written"] and not run["windows_deleted"]:
+        return  # no row to label: a first (full) run of no complete window overwrote an empty table, no commit
     written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")

@@ -107,8 +107,15 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
         sent.extend(events)
         bronze.append(events)
 
+    # the pipeline's first events, 20 s of them: no window is complete by the cutoff (2 minutes before the
+    # latest), so the first run (full) publishes none; its overwrite of the empty table makes no Delta commit,
+    # which the publish once took for a lost write (the soak's first DAG run failed three times, stop 64)
+    send([sensor(5000 + i, "s8", i * 5_000, 15.0) for i in range(5)])
+    empty = batch.run(spark, cfg, p)
+    assert (empty["mode"], empty["status"], empty["windows_written"]) == ("full", "published", 0)
+    assert table_rows(spark, p) == {}
     send([sensor(i, f"s{i % 3}", i * 4_000, 20.0 + i % 7) for i in range(150)])  # 10 minutes
-    first = batch.run(spark, cfg, p)
+    first = batch.run(spark, cfg, p, full=True)
     assert first["mode"] == "full" and first["windows_written"] > 0
     # later data, late events into already-published windows, and re-sent duplicates
     late = [sensor(1000 + i, f"s{i % 3}", 30_000 + i * 60_000, -3.5 - i) for i in range(4)]

@@ -85,13 +85,13 @@ def cmd_up(args: argparse.Namespace) -> int:
         from infra.jvm import require_java
 
         require_java()
-    with stack_lock(cfg):
+    with stack_lock(cfg):  # not around the topics: idempotent, and slow while a broker is down
         if fetch_jars():
             progress("fetched JVM jars")
         for svc in selected:
             progress(f"starting {_name(svc)} …")
             svc.start(cfg)
-        made = create_topics(cfg)
+    made = create_topics(cfg)
     if made:
         progress(f"created topics {', '.join(made)}")
     shown = cmd_status(args)  # every service's row; the exit status is the started ones' (``--only``)
