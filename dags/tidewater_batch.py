@@ -20,6 +20,7 @@ from dags.tidewater_common import (
     DEFAULT_ARGS,
     batch_asset,
     batch_schedule,
+    failed,
     last_json,
     mode,
     paused_at_creation,
@@ -47,8 +48,7 @@ def skip_if_nothing_to_do(proc: Any, otherwise: str) -> None:
         reason = proc.stderr.strip().splitlines()[-1:] or [otherwise]
         raise AirflowSkipException(reason[0].removeprefix("tidewater: "))
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"'{' '.join(proc.args[1:])}' exited {proc.returncode}: {' | '.join(tail)}")
+        raise failed(proc)
 
 
 def pipeline_steps(p: str) -> None:
@@ -71,7 +71,7 @@ def pipeline_steps(p: str) -> None:
             failing = [f for fs in last_json(proc.stdout).get("failures", {}).values() for f in fs]
             raise AirflowFailException(f"quality gate: {staged['staging_table']} not published; " + " | ".join(failing))
         if proc.returncode != 0:  # infrastructure trouble: let Airflow retry
-            raise RuntimeError(f"'tidewater check {pipeline} --kind staging' exited {proc.returncode}")
+            raise failed(proc)
         return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "validated"
 
     @task(task_id="publish", outlets=[batch_asset(p), serving_asset(p)])

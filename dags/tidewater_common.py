@@ -101,9 +101,15 @@ def run_tidewater(*args: str, check: bool = True, timeout: float = 3600) -> subp
     if proc.stderr:
         print(proc.stderr[-20000:], file=sys.stderr, flush=True)
     if check and proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise RuntimeError(f"'tidewater {' '.join(args)}' exited {proc.returncode}: {' | '.join(tail)}")
+        raise failed(proc)
     return proc
+
+
+def failed(proc: subprocess.CompletedProcess[str]) -> RuntimeError:
+    """The error of a ``tidewater`` run that exited non-zero: the command, its exit status and its last
+    output lines (Airflow retries the task)."""
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+    return RuntimeError(f"'tidewater {' '.join(proc.args[1:])}' exited {proc.returncode}: {' | '.join(tail)}")
 
 
 def last_json(stdout: str) -> dict[str, Any]:
