@@ -20,9 +20,11 @@ import functools
 import json
 import os
 import subprocess
+import sys
 import time
 from typing import Any
 
+from infra.services import airflow_drift
 from infra.services.airflow_settings import (
     USER,
     airflow_bin,
@@ -54,8 +56,10 @@ def _process(cfg: TidewaterConfig, component: str) -> ManagedProcess:
 
 
 def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
-    """Migrate the DB (idempotent), start the four components, wait until all are healthy."""
+    """Migrate the DB (idempotent), start the four components, wait until all are healthy. A running
+    Airflow whose settings differ from this configuration's (``airflow_drift``) is restarted first."""
     api = _process(cfg, "api-server")
+    restart_if_changed(cfg)
     if not api.running() and port_open(cfg.airflow.host, cfg.airflow.port):
         raise ServiceError(f"airflow: port {cfg.airflow.port} is already in use; set airflow.port or TIDEWATER_AIRFLOW_PORT")
     home(cfg).mkdir(parents=True, exist_ok=True)
@@ -83,12 +87,26 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
         raise ServiceError(f"airflow: {', '.join(dead)} exited; log {_process(cfg, dead[0]).log_file}:\n"
                            f"{_process(cfg, dead[0]).tail(15)}")
     os.chmod(passwords_file(cfg), 0o600)
+    airflow_drift.record(cfg)
     warm_execution_api(cfg)
     if first_start:
         source = "from TIDEWATER_AIRFLOW_PASSWORD" if os.environ.get("TIDEWATER_AIRFLOW_PASSWORD") else "generated"
         print(f"Airflow UI {base_url(cfg)}  login: {USER} / {password(cfg)}  ({source}; shown once, "
               f"kept in {passwords_file(cfg)})", flush=True)
     return int(api.pid() or 0)
+
+
+def restart_if_changed(cfg: TidewaterConfig) -> None:
+    """Stop a running Airflow that runs other settings than ``cfg`` (mode, schedules, pipelines …): its
+    DAG files and tasks read them from their environment, fixed at its start. Its running tasks stop
+    with it; the new scheduler finds them orphaned and runs them again (they are idempotent)."""
+    if not any(_process(cfg, c).running() for c in COMPONENTS):
+        return
+    changed = airflow_drift.changes(cfg)
+    if changed:
+        print(f"airflow: restarting: the settings it runs with changed since it started ({'; '.join(changed)})",
+              file=sys.stderr, flush=True)
+        stop(cfg)
 
 
 def warm_execution_api(cfg: TidewaterConfig) -> None:
@@ -179,7 +197,10 @@ def enabled(cfg: TidewaterConfig) -> bool:
 
 def status(cfg: TidewaterConfig) -> dict[str, object]:
     components = component_health(cfg)
-    return {"service": "airflow", "pid": _process(cfg, "api-server").pid(), "address": base_url(cfg),
-            "healthy": all(s == "healthy" for s in components.values()),
-            "components": " ".join(f"{c}:{s}" for c, s in components.items()),
-            "login": f"{USER} (password in {passwords_file(cfg)})", "log": str(_process(cfg, "api-server").log_file)}
+    row: dict[str, object] = {"service": "airflow", "pid": _process(cfg, "api-server").pid(), "address": base_url(cfg),
+                              "healthy": all(s == "healthy" for s in components.values()),
+                              "components": " ".join(f"{c}:{s}" for c, s in components.items())}
+    changed = airflow_drift.changes(cfg) if row["pid"] else []
+    if changed:
+        row["settings"] = f"changed since it started ({'; '.join(changed)}); 'tidewater up' restarts it"
+    return {**row, "login": f"{USER} (password in {passwords_file(cfg)})", "log": str(_process(cfg, "api-server").log_file)}

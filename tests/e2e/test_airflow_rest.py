@@ -6,6 +6,7 @@ and maintenance DAGs run. Every DAG task runs the ``tidewater`` CLI on this pack
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -257,3 +258,31 @@ def test_speed_supervisor_and_maintenance_dags_run(airflow_up: TidewaterConfig, 
     assert done["state"] == "success", states
     assert set(states) == {"tables", "ops", "checkpoints"} and set(states.values()) == {"success"}
     print("DAG runs: " + ", ".join(f"{k} {v:.0f}s" for k, v in timings.items()))
+
+
+def test_up_restarts_airflow_whose_settings_changed(airflow_up: TidewaterConfig,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Airflow's DAG files read their settings from the environment they were started with: a schedule
+    (or ``mode``) changed after ``tidewater up`` reached them only once ``up`` restarted Airflow, which it
+    now does, naming the change; an ``up`` with unchanged settings leaves it running."""
+    from infra.services import airflow
+
+    cfg = airflow_up
+    before = airflow._process(cfg, "scheduler").pid()
+    airflow.start(cfg)  # unchanged: nothing restarts
+    assert airflow._process(cfg, "scheduler").pid() == before and "restarting" not in capsys.readouterr().err
+    os.environ["TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE"] = "@weekly"  # was "none" (manual runs only)
+    airflow.start(cfg)
+    err = capsys.readouterr().err
+    assert "airflow: restarting" in err and "$TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE: none -> @weekly" in err, err
+    assert airflow._process(cfg, "scheduler").pid() != before and airflow.healthy(cfg)
+    assert "settings" not in airflow.status(cfg)
+    tok = token(cfg)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # the dag-processor parses the DAG files again with the new setting
+        dag = api(cfg, "GET", "/api/v2/dags/tidewater_maintenance", tok)
+        if dag.get("timetable_summary") in ("@weekly", "0 0 * * 0"):
+            break
+        time.sleep(5)
+    assert dag.get("timetable_summary") in ("@weekly", "0 0 * * 0"), dag.get("timetable_summary")
+    assert dag["is_paused"]  # not in airflow.active_dags: a new schedule does not unpause it

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -186,3 +187,42 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
     spark.catalog.refreshTable("serving.sensor_readings")
     view_sql = spark.sql("SHOW CREATE TABLE serving.sensor_readings").collect()[0][0]
     assert "speed.db/sensor_readings__partials`" in view_sql and "__v2" not in view_sql
+
+
+def test_up_after_switching_to_lambda_restarts_speed_and_redefines_serving(spark: SparkSession,
+                                                                          stack: TidewaterConfig) -> None:
+    """The other direction of the one switch, as ``tidewater up`` applies it (``mode_switch.apply_mode``):
+    the speed job started in Kappa mode is restarted in Lambda mode (its bronze log retention depends on
+    it), and ``serving.<p>`` goes from the speed table alone to batch + speed."""
+    from lakehouse.config import load_config
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.serving import view_text
+    from spark_jobs.speed_control import speed_process, start_speed, stop_speed
+    from tidewater.commands.mode_switch import apply_mode, previous_mode
+
+    kappa = stack
+    p = load_pipeline(PIPELINE, kappa.pipelines)
+    ensure_topic(kappa, TOPIC)  # as 'up' does (the module's first test created it already)
+    apply_mode(kappa)  # an 'up' in kappa mode: records the mode, changes nothing
+    assert previous_mode(kappa) == "kappa"
+    start_speed(kappa, p, wait=300)
+    before = speed_process(kappa, p).pid()
+    assert "'batch' AS source" not in view_text(spark, "serving.sensor_readings")
+    os.environ["TIDEWATER_MODE"] = "lambda"  # tidewater.yml edited, or the variable changed, then 'up'
+    try:
+        lam = load_config()
+        apply_mode(lam)
+        after = speed_process(lam, p).pid()
+        assert after and after != before
+        environ = Path(f"/proc/{after}/environ").read_bytes().decode().split("\0")
+        given = dict(v.split("=", 1) for v in environ if "=" in v)
+        assert given.get("TIDEWATER_MODE") == "lambda"
+        assert previous_mode(lam) == "lambda"
+        spark.catalog.refreshTable("serving.sensor_readings")
+        assert "'batch' AS source" in view_text(spark, "serving.sensor_readings")
+        apply_mode(lam)  # the next 'up' in the same mode restarts nothing
+        assert speed_process(lam, p).pid() == after
+    finally:
+        stop_speed(stack, p)
+        os.environ["TIDEWATER_MODE"] = "kappa"

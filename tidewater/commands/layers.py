@@ -112,7 +112,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     holder: dict[str, Any] = {}
 
     def refresh(version: int) -> None:
-        holder.setdefault("spark", _spark(cfg, "tidewater-replay"))
+        if "spark" not in holder:  # not setdefault: its argument, a second getOrCreate, would log a warning
+            holder["spark"] = _spark(cfg, "tidewater-replay")
         refresh_view(holder["spark"], cfg, p, speed_version=version)
 
     if args.rollback:

@@ -94,6 +94,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     made = create_topics(cfg)
     if made:
         progress(f"created topics {', '.join(made)}")
+    if not args.only:  # the whole stack: a changed mode reaches the speed jobs and serving views too
+        from tidewater.commands.mode_switch import apply_mode
+
+        with stack_lock(cfg):
+            apply_mode(cfg)
     shown = cmd_status(args)  # every service's row; the exit status is the started ones' (``--only``)
     return shown if not args.only else 0 if all(r["healthy"] for s in selected for r in _rows(s, cfg)) else 1
 
