@@ -19,7 +19,7 @@ from typing import Any, Literal
 from expectations.context import docs_index, runtime_context
 from expectations.data_docs import DocsBuild, build_pages
 from expectations.frames import CutoffReader
-from expectations.suites import KINDS, suite_name
+from expectations.suites import KINDS, suite_name, suite_problem
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import MAX_EVENT_AHEAD_SECONDS
 from lakehouse.errors import TidewaterError
@@ -119,7 +119,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
         for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
             try:
                 known = rows if suite_kind == kind else None
-                results.append(_run_suite(context, suite_kind, p.name, df, outcome, in_memory_max_rows, known))
+                results.append(_run_suite(context, suite_kind, p, df, outcome, in_memory_max_rows, known))
             finally:  # GX persists the frame it validates and never releases it: in the job service every
                 df.unpersist()  # check would leave one more cached copy of a table behind
         if build_docs:
@@ -143,13 +143,16 @@ def in_memory_if_small(df: Any, max_rows: int, rows: int | None = None) -> tuple
     return df.toPandas(), IN_MEMORY_DATASOURCE
 
 
-def _run_suite(context: Any, suite_kind: str, pipeline: str, df: Any, outcome: ValidationOutcome,
+def _run_suite(context: Any, suite_kind: str, p: Pipeline, df: Any, outcome: ValidationOutcome,
                in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None) -> Any:
     """Run one suite on ``df`` into ``outcome``; returns the last checkpoint result (its Data Docs are
-    built by the caller: ``data_docs``)."""
+    built by the caller: ``data_docs``). A missing or stale committed suite fails closed (``suite_problem``)."""
     import great_expectations as gx
 
-    name = suite_name(suite_kind, pipeline)
+    problem = suite_problem(suite_kind, p)
+    if problem:
+        raise TidewaterError(problem)
+    name = suite_name(suite_kind, p.name)
     suite = context.suites.get(name)
     df, source_name = in_memory_if_small(df, in_memory_max_rows, rows)
     try:

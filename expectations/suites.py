@@ -22,6 +22,9 @@ Running ``python -m expectations.suites`` writes every suite as JSON into the ve
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 from lakehouse.contracts import MIN_EVENT_MS
@@ -105,6 +108,49 @@ def _window_specs(p: Pipeline) -> list[tuple[str, dict[str, Any]]]:
     return specs
 
 
+def suite_file(kind: str, pipeline: str) -> Path:
+    """The committed JSON of suite ``<kind>.<pipeline>`` (what every validation runs)."""
+    return Path(__file__).resolve().parent / "gx" / "expectations" / kind / f"{pipeline}.json"
+
+
+def canonical(type_name: str, kwargs: dict[str, Any], severity: str = "critical") -> str:
+    """One expectation as comparable text, as GX stores it: numbers as floats (``0`` as ``0.0``), and no
+    ``strict_min``/``strict_max`` that is False (the default) (pure)."""
+    def norm(v: Any) -> Any:
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    kept = {k: norm(v) for k, v in kwargs.items() if not (k in ("strict_min", "strict_max") and v is False)}
+    return json.dumps([type_name, kept, severity], sort_keys=True)
+
+
+def expected_expectations(kind: str, p: Pipeline) -> list[str]:
+    """The suite the definition asks for, canonical and sorted (pure: no GX)."""
+    out = []
+    for cls_name, kwargs in expectation_specs(kind, p):
+        rest = {k: v for k, v in kwargs.items() if k != "severity"}
+        out.append(canonical(re.sub(r"(?<!^)(?=[A-Z])", "_", cls_name).lower(), rest, kwargs.get("severity", "critical")))
+    return sorted(out)
+
+
+def suite_problem(kind: str, p: Pipeline) -> str | None:
+    """Why the committed suite ``<kind>.<p>`` must not gate anything, or None: it is missing (a new
+    pipeline), or it is not what the pipeline's definition now asks for (ranges, keys or aggregates
+    changed without regenerating). Fail closed: an audit against a stale suite would check old rules."""
+    path, regenerate = suite_file(kind, p.name), "generate the suites with '.venv/bin/python -m expectations.suites'"
+    try:
+        committed = json.loads(path.read_text())["expectations"]
+    except FileNotFoundError:
+        return (f"quality: no expectation suite {suite_name(kind, p.name)} ({path.relative_to(path.parents[4])}); "
+                f"a new pipeline needs its suites: {regenerate}, then commit them")
+    found = sorted(canonical(e["type"], e["kwargs"], e.get("severity", "critical")) for e in committed)
+    expected = expected_expectations(kind, p)
+    if found == expected:
+        return None
+    first = next((e for e in expected if e not in found), None) or next(e for e in found if e not in expected)
+    return (f"quality: suite {suite_name(kind, p.name)} ({path.relative_to(path.parents[4])}) no longer matches "
+            f"lakehouse/pipelines/{p.name}.yml (e.g. {'missing' if first in expected else 'extra'}: {first}); "
+            f"{regenerate}, then commit them")
+
+
 def build_suite(kind: str, p: Pipeline) -> Any:
     """A ``great_expectations.ExpectationSuite`` built from :func:`expectation_specs`."""
     import great_expectations as gx
@@ -118,7 +164,9 @@ def build_suite(kind: str, p: Pipeline) -> Any:
 
 
 def write_versioned_suites() -> list[str]:
-    """Regenerate the committed suite JSON files in ``expectations/gx`` (a file context)."""
+    """Regenerate the committed suite JSON files in ``expectations/gx`` (a file context): the missing and
+    stale ones only, so that a new pipeline adds its files and leaves the others' alone (each write
+    gives every expectation a new id)."""
     from expectations.context import repo_context
     from lakehouse.pipeline import available_pipelines, load_pipeline
 
@@ -127,6 +175,8 @@ def write_versioned_suites() -> list[str]:
     for name in available_pipelines():
         p = load_pipeline(name)
         for kind in SUITE_KINDS:
+            if suite_problem(kind, p) is None:
+                continue
             suite = build_suite(kind, p)
             context.suites.add_or_update(suite)
             written.append(suite.name)
@@ -134,5 +184,8 @@ def write_versioned_suites() -> list[str]:
 
 
 if __name__ == "__main__":
-    for written_name in write_versioned_suites():
+    written_names = write_versioned_suites()
+    for written_name in written_names:
         print(f"wrote suite {written_name}")
+    if not written_names:
+        print("no suite written: every suite matches its pipeline's definition")

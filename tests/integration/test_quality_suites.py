@@ -127,3 +127,23 @@ def test_quarantine_rate_is_a_warning(spark: SparkSession, cfg: TidewaterConfig)
     print(out.summary())
     assert out.success  # a warning, never a failure
     assert out.warnings and "quarantine_rate" in out.warnings[0]
+
+
+def test_a_definition_changed_without_its_suites_gates_nothing(spark: SparkSession, cfg: TidewaterConfig) -> None:
+    """A pipeline whose ``quality.ranges`` changed after its suites were generated: the validation refuses
+    with the one line that says which suite is stale and how to regenerate it, before GX reads the table
+    (the old suite would still audit the old range)."""
+    import dataclasses
+
+    from expectations.runner import validate_table
+    from lakehouse.errors import TidewaterError
+    from lakehouse.pipeline import load_pipeline
+
+    write_bronze(spark, cfg, [("s-1", 80.0)], first_offset=500)  # within the new range, outside the committed one
+    p = load_pipeline(PIPELINE)
+    hotter = dataclasses.replace(p, quality={**p.quality, "ranges": {"temperature": [-90.0, 90.0]}})
+    with pytest.raises(TidewaterError, match=r"^quality: suite bronze.sensor_readings .* no longer matches "
+                                             r"lakehouse/pipelines/sensor_readings.yml .*python -m expectations.suites"):
+        validate_table(cfg, hotter, "bronze", "bronze.sensor_readings", spark=spark, build_docs=False)
+    assert not validate_table(cfg, p, "bronze", "bronze.sensor_readings", spark=spark, build_docs=False).success
+    spark.sql("DROP TABLE bronze.sensor_readings")
