@@ -72,3 +72,35 @@ def test_a_streams_cleanup_run_covers_its_tables_and_reports_them(spark: SparkSe
     previous = cleanup.run
     cleanup.maybe_start(100)  # not a block's end: nothing new starts
     assert cleanup.run is previous
+
+
+def test_maintenance_vacuum_honours_its_retention(spark: SparkSession, stack: TidewaterConfig) -> None:
+    """``tidewater maintenance --retention-hours N`` keeps N hours of files no version references. Delta 4.x
+    ignores a ``RETAIN`` other than 0 by default (keeping its 7-day table default instead); ``vacuum_settings``
+    turns that off. Stray files written 180 hours ago (a failed write's, say): kept with 200 hours, listed
+    for deletion with 170."""
+    import shutil
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    from spark_jobs.maintenance import _optimize_and_vacuum, vacuum_settings
+
+    table = "bronze.vacuum_probe"
+    spark.range(10).repartition(2).write.format("delta").saveAsTable(table)
+    detail = spark.sql(f"DESCRIBE DETAIL {table}").first()
+    assert detail is not None
+    root = Path(urlparse(detail["location"]).path)
+    live = [Path(urlparse(f).path) for f in spark.table(table).inputFiles()]
+    strays = [root / f"part-9999{i}-stray.snappy.parquet" for i in range(len(live))]
+    long_ago = time.time() - 180 * 3600
+    for source, stray in zip(live, strays, strict=True):
+        shutil.copyfile(source, stray)
+        os.utime(stray, (long_ago, long_ago))
+    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    default = spark.conf.get(key)
+    with vacuum_settings(spark):
+        assert int(spark.conf.get(key) or 0) < 100  # a listing of a few files in a few tasks, not 10,000
+        assert _optimize_and_vacuum(spark, table, 200, dry_run=True)["vacuumed"] == 0
+        assert _optimize_and_vacuum(spark, table, 170, dry_run=True)["vacuumed"] == len(strays) == 2
+    assert spark.conf.get(key) == default
+    spark.sql(f"DROP TABLE {table}")
