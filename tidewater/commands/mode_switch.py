@@ -47,7 +47,7 @@ def apply_mode(cfg: TidewaterConfig) -> None:
         for name in available_pipelines():
             p = load_pipeline(name, cfg.pipelines)
             restart_speed(cfg, p)
-            if (cfg.data_dir / "checkpoints" / p.name).is_dir():  # its speed layer ran: serving.<p> exists
+            if naming.checkpoint_dir(cfg, p.name, "speed", 1).parent.is_dir():  # its speed layer ran: serving.<p> exists
                 refresh_serving(p.name)
     mode_file(cfg).parent.mkdir(parents=True, exist_ok=True)
     mode_file(cfg).write_text(cfg.mode + "\n")
