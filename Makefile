@@ -27,21 +27,35 @@ $(1)/pip install -q --disable-pip-version-check uv==$(UV_VERSION) \
   || { echo "… uv failed; installing with pip instead"; $(1)/pip install -q --upgrade pip && $(1)/pip install -q $(2); }
 endef
 
+# The two installs run under a lock (flock on <venv>.lock), in a second make that checks the stamp again once
+# it holds it: two commands started together on a fresh clone (make demo and make test) install in turn, and
+# the second finds the first one's install done. The import check is quiet unless it fails (importing
+# great_expectations after airflow logs a hundred INFO lines).
+ifdef TIDEWATER_INSTALL_LOCKED
 $(STAMP): pyproject.toml constraints.txt
 	@echo "… creating $(VENV) and installing Python packages (cached after the first run)"
-	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@test -x $(BIN)/pip || $(PY) -m venv $(VENV)
 	@$(call pip_install,$(BIN),-c constraints.txt -e ".[dev]")
-	@$(BIN)/python -c "import pyspark, delta, airflow, great_expectations, kafka" \
-	  || { echo "tidewater: Python packages are inconsistent (import failed); see pip output above"; exit 1; }
+	@$(BIN)/python -c "$(VENV_IMPORTS)" >/dev/null 2>&1 || { $(BIN)/python -c "$(VENV_IMPORTS)"; \
+	  echo "tidewater: Python packages are inconsistent (import failed); see pip output above"; exit 1; }
 	@touch $(STAMP)
 
 $(BI_STAMP): infra/superset/constraints.txt
 	@echo "… creating $(BI_VENV) for Apache Superset (its own pins: SQLAlchemy < 2; about a minute the first time)"
-	@test -x $(BI_VENV)/bin/python || $(PY) -m venv $(BI_VENV)
+	@test -x $(BI_VENV)/bin/pip || $(PY) -m venv $(BI_VENV)
 	@$(call pip_install,$(BI_VENV)/bin,-c infra/superset/constraints.txt "apache-superset[spark]" rich cachetools)
-	@$(BI_VENV)/bin/python -c "import superset.cli.main, pyhive.sqlalchemy_hive, thrift_sasl, gunicorn" \
-	  || { echo "tidewater: $(BI_VENV) is inconsistent (import failed); see pip output above"; exit 1; }
+	@$(BI_VENV)/bin/python -c "$(BI_IMPORTS)" >/dev/null 2>&1 || { $(BI_VENV)/bin/python -c "$(BI_IMPORTS)"; \
+	  echo "tidewater: $(BI_VENV) is inconsistent (import failed); see pip output above"; exit 1; }
 	@touch $(BI_STAMP)
+else
+$(STAMP): pyproject.toml constraints.txt
+	@flock $(VENV).lock $(MAKE) -s --no-print-directory TIDEWATER_INSTALL_LOCKED=1 $(STAMP)
+
+$(BI_STAMP): infra/superset/constraints.txt
+	@flock $(BI_VENV).lock $(MAKE) -s --no-print-directory TIDEWATER_INSTALL_LOCKED=1 $(BI_STAMP)
+endif
+VENV_IMPORTS := import pyspark, delta, airflow, great_expectations, kafka
+BI_IMPORTS := import superset.cli.main, pyhive.sqlalchemy_hive, thrift_sasl, gunicorn
 
 bi-venv: $(BI_STAMP) ## Install Apache Superset into its own virtualenv .venv-bi (pinned)
 

@@ -19,7 +19,9 @@ import hashlib
 import os
 from pathlib import Path
 
-ARCHIVE_DIR = Path(__file__).resolve().parents[1] / ".cache" / "cds"
+from lakehouse import naming
+
+ARCHIVE_DIR = naming.cache_dir() / "cds"
 DUMP_ENV = "TIDEWATER_JVM_ARCHIVE_DUMP"  # set by the builder: this JVM writes the archive at exit
 QUIET = ["-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-Xlog:class+path=off"]
 

@@ -92,9 +92,14 @@ def secrets_dir(cfg: TidewaterConfig) -> Path:
     return cfg.data_dir / "secrets"
 
 
+def cache_dir() -> Path:
+    """The checkout's installed artifacts (jars, class-data-sharing archives): ``.cache``, not in git."""
+    return Path(__file__).resolve().parent.parent / ".cache"
+
+
 def jars_dir(kind: str) -> Path:
     """Jars fetched by Maven (see infra/pom.xml): ``spark``, ``kafka`` or ``metastore``."""
-    return Path(__file__).resolve().parent.parent / ".cache" / "jars" / kind
+    return cache_dir() / "jars" / kind
 
 
 def versions_dir(cfg: TidewaterConfig) -> Path:

@@ -58,7 +58,15 @@ def held_elsewhere(cfg: TidewaterConfig, name: str) -> bool:
 @contextlib.contextmanager
 def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[None]:
     """Hold lock ``name`` for the block; wait up to ``wait_seconds`` for another holder to finish."""
-    path = lock_path(cfg, name)
+    with exclusive_file(lock_path(cfg, name), wait_seconds, name):
+        yield
+
+
+@contextlib.contextmanager
+def exclusive_file(path: Path, wait_seconds: float, name: str | None = None) -> Iterator[None]:
+    """Hold the lock on file ``path`` (created) for the block; wait up to ``wait_seconds`` for another
+    holder. ``name``: recorded as held by this thread (``held_elsewhere``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_seconds
     with open(path, "w") as handle:
         while True:
@@ -71,9 +79,10 @@ def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[
                                          f"{wait_seconds:.0f}s; wait for it to finish or check 'tidewater status'"
                                          ) from None
                 time.sleep(0.5)
-        _held_here().add(name)
+        if name is not None:
+            _held_here().add(name)
         try:
             yield
         finally:
-            _held_here().discard(name)
+            _held_here().discard(name or "")
             fcntl.flock(handle, fcntl.LOCK_UN)

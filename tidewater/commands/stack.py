@@ -48,7 +48,21 @@ def create_topics(cfg: TidewaterConfig) -> list[str]:
     return made
 
 
+SETUP_LOCK_WAIT_SECONDS = 1800.0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
+    """Jars, then the class-data-sharing archives, one setup of a checkout at a time: a second one
+    started together (``make demo`` and ``make test`` on a fresh clone) waits, then finds both cached."""
+    from lakehouse import naming
+    from spark_jobs.locks import exclusive_file
+
+    lock = naming.cache_dir() / "setup.lock"
+    with exclusive_file(lock, SETUP_LOCK_WAIT_SECONDS):
+        return _setup(args)
+
+
+def _setup(args: argparse.Namespace) -> int:
     from infra.jars import fetch_jars
 
     progress("fetching JVM jars with Maven (Delta, Kafka connector, Kafka broker, Derby) …")
