@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakehouse import naming
+from lakehouse import definition, naming
 from lakehouse.pipeline import FIELD_TYPES, Pipeline
 
 if TYPE_CHECKING:
@@ -66,6 +66,11 @@ STREAMED = (("delta.checkpointInterval", "100"),)
 # vectors mark the replaced rows instead of rewriting every file that holds one, and auto compaction
 # folds the small files the MERGEs leave once there are enough of them.
 MERGED = (("delta.enableDeletionVectors", "true"), ("delta.autoOptimize.autoCompact", "true"))
+
+
+def defined_by(p: Pipeline) -> tuple[str, str]:
+    """The table property of a table of ``p``'s windows: the definition they are computed under."""
+    return (definition.PROPERTY, definition.encoded(p))
 
 
 def _event_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
@@ -137,7 +142,7 @@ def speed(p: Pipeline, version: int = 1) -> Contract:
                *partial_columns(p))
     name = naming.speed_table(p.name, version)
     if p.window.type == "session":
-        return Contract(name, columns, grain=p.grain, owner=p.owner)
+        return Contract(name, columns, grain=p.grain, owner=p.owner, properties=(defined_by(p),))
     from lakehouse.speed_fold import fold_sql
 
     partials = speed_partials(p, version)
@@ -153,7 +158,8 @@ def speed_partials(p: Pipeline, version: int = 1) -> Contract:
         naming.speed_partials_table(p.name, version),
         (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), *partial_columns(p),
          ("watermark", "timestamp"), ("lineage", "string"), ("compacted", "boolean"), ("slot", "int")),
-        grain=(*p.grain, "batch_id"), partitioned_by=("slot",), owner=p.owner, properties=STREAMED,
+        grain=(*p.grain, "batch_id"), partitioned_by=("slot",), owner=p.owner,
+        properties=(*STREAMED, defined_by(p)),
     )
 
 
@@ -168,7 +174,7 @@ def batch(p: Pipeline) -> Contract:
     what ``serving.<p>`` shows beside them, decided at publish (``SERVED_COLUMNS``): the view reads this
     table itself, so a publish writes one table, not a copy for serving."""
     return Contract(naming.table("batch", p.name), (*computed_batch_columns(p), *SERVED_COLUMNS),
-                    grain=p.grain, owner=p.owner, properties=MERGED)
+                    grain=p.grain, owner=p.owner, properties=(*MERGED, defined_by(p)))
 
 
 def computed_batch_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:

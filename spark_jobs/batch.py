@@ -30,6 +30,7 @@ from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
 from spark_jobs.batch_bronze import batch_cutoff, bronze_changes, bronze_empty, bronze_snapshot, snapshot_stats
+from spark_jobs.batch_definition import require_one_definition
 from spark_jobs.batch_publish import batch_lock, publish_staged
 from spark_jobs.step_timer import Steps
 
@@ -84,6 +85,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     known = None if full else batch_runs.runs(spark, p.name)
     last = None if known is None else batch_runs.latest_published(known)
+    require_one_definition(spark, cfg, p, incremental=last is not None)
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     if last is None:
         mode, previous, way = "full", None, "full"
@@ -101,7 +103,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
         increment.cached.append(new_events)
         upserts, deletes, way, release = increment.upserts, increment.deletes, increment.way, increment.release
     staging = naming.staging_table("batch", p.name)
-    staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite").saveAsTable(staging)
+    (staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite")
+     .option("overwriteSchema", "true").saveAsTable(staging))  # a definition's new aggregates: new columns
     release()  # the frames cached on the way
     steps.done(f"{way} windows")
     counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)

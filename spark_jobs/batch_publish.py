@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, naming
+from lakehouse import contracts, definition, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
@@ -57,7 +57,7 @@ def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_ta
     rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})",
                                    numbered, extra=", b.op"))
     if run["mode"] == "full":
-        replace_rows(spark, rows.where("op = 'upsert'"), table)
+        replace_rows(spark, rows.where("op = 'upsert'"), table, contracts.batch(p).column_names)
     else:
         merge_changes(spark, rows, table, p.grain, contracts.batch(p).column_names)
 
@@ -120,6 +120,9 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")
+    if run["mode"] == "full" and definition.mismatch(spark, naming.table("batch", p.name), p):
+        definition.record(spark, naming.table("batch", p.name), p)  # after the rows: a crash between refuses again
+        steps.done("definition recorded")
 
 
 def settle_as_of(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str, numbered: int) -> int:

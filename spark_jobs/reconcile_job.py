@@ -13,9 +13,10 @@ staging, so a run staged in between does not hide them.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, naming
+from lakehouse import contracts, definition, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
@@ -64,6 +65,12 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     run_id = run["run_id"]
     incremental_run = run["mode"] == "incremental"
     contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p))
+    speed_version = active_version(cfg, p.name)
+    contracts.ensure(spark, contracts.speed(p, speed_version))
+    apart = definition.apart(spark, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
+    if apart:  # windows of two definitions: every one would count as a difference
+        print(f"reconcile: no ledger for run {run_id}: {apart}", file=sys.stderr, flush=True)
+        return 0
     staged = spark.table(naming.table("batch", p.name)).where(f"run_id = '{run_id}'").persist()
     span = staged.agg(F.min("window_start").alias("lo"), F.max("window_end").alias("hi")).collect()[0]
     if span["lo"] is None:
@@ -74,9 +81,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
     if incremental_run and p.window.type != "session":  # the staged windows' events (late ones span the history)
         raw = incremental.in_windows(p, raw, staged.select(*p.grain))
-    speed_version = active_version(cfg, p.name)
     speed_table = naming.speed_table(p.name, speed_version)
-    contracts.ensure(spark, contracts.speed(p, speed_version))
     rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)))
     out = rows.select(F.lit(run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
                       F.current_timestamp().alias("recorded_at"))

@@ -21,8 +21,10 @@ from typing import Any
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig, load_config
+from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 from spark_jobs.restart_budget import MAX_RESTARTS, RESTART_WINDOW_S, RestartBudget
+from spark_jobs.speed_control import REFUSAL
 from spark_jobs.speed_queries import STREAM, start_queries, stateless
 
 __all__ = ["start_queries", "run", "main"]
@@ -189,7 +191,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = load_config()
     p = load_pipeline(args.pipeline, cfg.pipelines)
-    run(cfg, p, args.version, args.queries.split(","), args.starting_offsets, args.run_seconds)
+    try:
+        run(cfg, p, args.version, args.queries.split(","), args.starting_offsets, args.run_seconds)
+    except TidewaterError as exc:  # a refusal: one line, which 'tidewater speed start' shows as its own
+        print(f"{REFUSAL}{exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

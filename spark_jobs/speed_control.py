@@ -20,6 +20,8 @@ from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version
 from spark_jobs.io.kafka_admin import offsets
 
+REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
+
 
 def speed_process(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> Any:
     """The pipeline's main job (ingest + active speed version), or another named job (a replay)."""
@@ -55,6 +57,9 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
         if "running queries" in proc.log_since(mark):
             return pid
         if not proc.running():
+            refused = [line[len(REFUSAL):] for line in proc.log_since(mark).splitlines() if line.startswith(REFUSAL)]
+            if refused:  # the job's own one-line refusal (``spark_jobs.speed.main``)
+                raise TidewaterError(f"speed: {refused[-1]}")
             raise TidewaterError(f"speed: {p.name} exited during start; log {proc.log_file}:\n{proc.tail(15)}")
         time.sleep(1)
     return pid

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from lakehouse import contracts, naming
+from lakehouse import contracts, definition, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 
@@ -27,6 +27,9 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
 
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.STREAM_PROGRESS)
+    definition.require_same(spark, contracts.storage_table(p, version), p,
+                            f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
+                            f"(the windows of version {version} stay served until the switch)")
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
     if stateless(p):
         return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import PIPELINES_ENV
+from lakehouse.settings_diff import differences, flatten
 
 NOT_RECORDED = "its settings were not recorded (started by an older Tidewater)"
 
@@ -37,17 +37,6 @@ def applied(cfg: TidewaterConfig) -> dict[str, str]:
     return out
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested settings as ``{"a.b": "<json of the value>"}`` (pure)."""
-    out: dict[str, str] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = json.dumps(value, default=str)
-    return out
-
-
 def record(cfg: TidewaterConfig) -> None:
     """Keep what the Airflow just started runs with (called once it is healthy)."""
     settings_file(cfg).write_text(json.dumps(applied(cfg), indent=1, sort_keys=True))
@@ -62,7 +51,3 @@ def changes(cfg: TidewaterConfig) -> list[str]:
     return differences(recorded, applied(cfg))
 
 
-def differences(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
-    """``key: old -> new`` for each setting that changed, appeared or went (pure)."""
-    return [f"{key}: {recorded.get(key, '(unset)')} -> {current.get(key, '(unset)')}"
-            for key in sorted(set(recorded) | set(current)) if recorded.get(key) != current.get(key)]

@@ -103,11 +103,16 @@ def merge_changes(spark: SparkSession, changes: DataFrame, table: str, keys: Seq
      .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values).execute())
 
 
-def replace_rows(spark: SparkSession, rows: DataFrame, table: str) -> None:
+def replace_rows(spark: SparkSession, rows: DataFrame, table: str, columns: list[str]) -> None:
     """Make ``rows`` the whole content of ``table`` in one overwrite commit: what a MERGE of a full
     recompute would leave (every row matched or removed), without joining the old rows. Readers see
-    the old or the new version; the table keeps its schema, properties and location; columns go by name."""
-    rows.select(*spark.table(table).columns).write.mode("overwrite").insertInto(table)
+    the old or the new version; the table keeps its properties and location; columns go by name. When
+    ``columns`` (the contract's) are not the table's (a full recompute after the definition's aggregates
+    changed), the same commit replaces the schema too."""
+    if spark.table(table).columns == list(columns):
+        rows.select(*columns).write.mode("overwrite").insertInto(table)
+    else:
+        rows.select(*columns).write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(table)
 
 
 def latest_version(table: Path, known: int = -1) -> int:

@@ -313,3 +313,50 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     # and without an interleaved commit nothing is relabelled
     assert settle_as_of(spark, cfg, p, run["run_id"], written) == written
     assert {r["as_of"] for r in spark.table(table).collect()} == labels
+
+
+def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSession, cfg: TidewaterConfig,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """The YAML's window edited from 1 to 5 minutes: an incremental run and a speed start refuse, naming the
+    change and the command that rebuilds; a full run rebuilds ``batch.<p>`` (schema too, when aggregates
+    change, once the speed layer has them), and while the speed layer still holds the old windows ``serving.<p>`` shows it alone. Before,
+    both sizes landed in one table and one view. Runs after the sensor test, over its bronze table."""
+    import dataclasses
+
+    from lakehouse.errors import TidewaterError
+    from lakehouse.pipeline import Aggregate, Window
+    from lakehouse.speed_versions import active_version
+    from spark_jobs import batch
+    from spark_jobs.serving import view_text
+    from spark_jobs.speed_queries import start_queries
+
+    p = load_pipeline("sensor_readings")
+    table, view = naming.table("batch", p.name), naming.table("serving", p.name)
+    before = table_rows(spark, p)
+    wider = dataclasses.replace(p, window=Window("tumbling", "5 minutes"))
+    change = 'window.size: "1 minute" -> "5 minutes"'
+    with pytest.raises(TidewaterError, match=f"{change}.*'tidewater batch sensor_readings --full'"):
+        batch.run(spark, cfg, wider)
+    with pytest.raises(TidewaterError, match=f"{change}.*'tidewater replay sensor_readings'"):
+        start_queries(spark, cfg, wider, active_version(cfg, p.name), ["stream"])
+    assert table_rows(spark, p) == before
+
+    capfd.readouterr()
+    batch.run(spark, cfg, wider, full=True)
+    sizes = {r["len"] for r in spark.sql(f"SELECT window_end - window_start AS len FROM {table}").collect()}
+    assert sizes == {timedelta(minutes=5)}
+    wide = table_rows(spark, wider)
+    last_end = max(grain[2] for grain in wide)  # the 5-minute windows complete by the cutoff hold the same events
+    assert sum(counts[0] for counts in wide.values()) == sum(c[0] for g, c in before.items() if g[2] <= last_end)
+    assert "shows the speed layer only" in capfd.readouterr().err
+    assert "'batch' AS source" not in view_text(spark, view)
+    batch.run(spark, cfg, wider)  # incremental again: the table now holds the new definition
+
+    more = dataclasses.replace(p, aggregates=(*p.aggregates, Aggregate("total_temperature", "sum", "temperature")))
+    with pytest.raises(TidewaterError, match="total_temperature.*'tidewater replay sensor_readings', then"):
+        batch.run(spark, cfg, more, full=True)  # its rows' finality needs a speed table with its columns
+
+    batch.run(spark, cfg, p, full=True)  # the original definition, in full: as before, served with the speed layer
+    assert table_rows(spark, p) == before
+    assert "'batch' AS source" in view_text(spark, view)
+    batch.run(spark, cfg, p)

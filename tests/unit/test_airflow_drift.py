@@ -8,22 +8,23 @@ from pathlib import Path
 import pytest
 
 from infra.services import airflow_drift
+from lakehouse import settings_diff
 
 pytestmark = pytest.mark.unit
 
 
 def test_nested_settings_are_dotted_keys_with_their_values() -> None:
-    flat = airflow_drift.flatten({"mode": "kappa", "airflow": {"port": 8080, "batch_schedule": "@hourly"}})
+    flat = settings_diff.flatten({"mode": "kappa", "airflow": {"port": 8080, "batch_schedule": "@hourly"}})
     assert flat == {"mode": '"kappa"', "airflow.port": "8080", "airflow.batch_schedule": '"@hourly"'}
 
 
 def test_each_changed_added_or_removed_setting_is_named_with_both_values() -> None:
     before = {"mode": '"lambda"', "airflow.port": "8080", "$TIDEWATER_PIPELINES": "a"}
     after = {"mode": '"kappa"', "airflow.port": "8080", "$TIDEWATER_AIRFLOW_BATCH_SCHEDULE": "none"}
-    assert airflow_drift.differences(before, after) == [
+    assert settings_diff.differences(before, after) == [
         "$TIDEWATER_AIRFLOW_BATCH_SCHEDULE: (unset) -> none", "$TIDEWATER_PIPELINES: a -> (unset)",
         'mode: "lambda" -> "kappa"']
-    assert airflow_drift.differences(after, dict(after)) == []
+    assert settings_diff.differences(after, dict(after)) == []
 
 
 def test_a_recorded_start_matches_until_the_mode_or_a_schedule_changes(tmp_path: Path,

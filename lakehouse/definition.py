@@ -1,0 +1,102 @@
+"""The part of a pipeline definition that shapes its windowed results, kept with the tables computed under it.
+
+A speed table and ``batch.<p>`` hold windows of one definition: its keys, window, aggregates, event time and
+event id. Edit ``window.size`` in the YAML and restart the speed job, and its checkpoint went on appending
+five-minute windows beside the one-minute ones, the next incremental batch run MERGEd them into
+``batch.<p>``, and ``serving.<p>`` showed both sizes at once: sums over it counted events twice, and
+nothing said so. Each such table now carries the definition it was computed under (table property
+``tidewater.definition``, set when it is created, and by a full batch run); a job that would add rows of
+another definition refuses with one line naming the change and the command that rebuilds the table
+(``require_same``), and the serving view never merges two definitions (``spark_jobs.serving``).
+Tables created before this property have none and are taken as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
+from lakehouse.settings_diff import differences, flatten
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROPERTY = "tidewater.definition"
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def duration_text(seconds: int) -> str:
+    """60 -> '1 minute', 300 -> '5 minutes', 90 -> '90 seconds': one spelling per duration (pure)."""
+    for unit, size in _UNITS:
+        if seconds % size == 0 and (seconds or unit == "second"):
+            n = seconds // size
+            return f"{n} {unit}{'' if n == 1 else 's'}"
+    return f"{seconds} seconds"  # unreachable: every whole number of seconds is a whole number of seconds
+
+
+def of(p: Pipeline) -> dict[str, object]:
+    """What the windows of ``p`` depend on (pure): not its owner, topic, watermark or quality rules."""
+    from lakehouse.pipeline import duration_seconds
+
+    window = {k: duration_text(duration_seconds(v)) if k != "type" else v
+              for k, v in vars(p.window).items() if v is not None}
+    used = {p.event_time, *p.keys, *(a.column for a in p.aggregates if a.column)}
+    return {"event_time": p.event_time, "event_id": p.event_id, "keys": list(p.keys), "window": window,
+            "aggregates": {a.name: f"{a.fn}({a.column})" if a.column else a.fn for a in p.aggregates},
+            "fields": {f: p.schema[f] for f in sorted(used)}}
+
+
+def encoded(p: Pipeline) -> str:
+    """``of(p)`` as the table property's value: compact JSON (names are identifiers: no quote to escape)."""
+    return json.dumps(of(p), sort_keys=True, separators=(",", ":"))
+
+
+def changes(stored: str | None, p: Pipeline) -> list[str]:
+    """``key: old -> new`` per difference between a table's stored definition and ``p`` (pure); none
+    when the table stores none (created before the property existed)."""
+    if not stored:
+        return []
+    return differences(flatten(json.loads(stored)), flatten(of(p)))
+
+
+def stored(spark: SparkSession, table: str) -> str | None:
+    """The definition ``table`` was computed under (None: not stored, or no such table)."""
+    if not spark.catalog.tableExists(table):
+        return None
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+    return next((r["value"] for r in rows if r["key"] == PROPERTY), None)
+
+
+def mismatch(spark: SparkSession, table: str, p: Pipeline) -> list[str]:
+    """The changes from the definition ``table`` holds to ``p`` (empty: the same, or not stored)."""
+    return changes(stored(spark, table), p)
+
+
+def require_same(spark: SparkSession, table: str, p: Pipeline, fix: str) -> None:
+    """Refuse (one line: the table, the change, ``fix``) when ``table`` holds windows of another definition."""
+    changed = mismatch(spark, table, p)
+    if changed:
+        raise TidewaterError(f"the definition of {p.name} changed since {table} was computed "
+                             f"({'; '.join(changed)}); its windows follow the old one, and new ones would be "
+                             f"mixed in: {fix}, or restore the old definition")
+
+
+def record(spark: SparkSession, table: str, p: Pipeline) -> None:
+    """Store ``p``'s definition on ``table`` (after a full recompute replaced its windows)."""
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{PROPERTY}' = '{encoded(p)}')")
+
+
+def apart(spark: SparkSession, batch_table: str, speed_table: str, p: Pipeline) -> str:
+    """Why the batch and speed tables of ``p`` cannot be served together (their stored definitions
+    differ: the change, and the commands that rebuild each layer not on ``p``'s), or '' when they can
+    (one definition, or either table stores none)."""
+    batch, speed = stored(spark, batch_table), stored(spark, speed_table)
+    if batch is None or speed is None or json.loads(batch) == json.loads(speed):
+        return ""
+    between = differences(flatten(json.loads(batch)), flatten(json.loads(speed)))
+    fixes = [fix for old, fix in ((batch, f"'tidewater batch {p.name} --full'"), (speed, f"'tidewater replay {p.name}'"))
+             if changes(old, p)]
+    return (f"{batch_table} and {speed_table} hold windows of two definitions (from the batch table's to the "
+            f"speed table's: {'; '.join(between)}); run {' and '.join(fixes)} to rebuild under the current one")
