@@ -10,15 +10,13 @@ they differ (``airflow.start``); ``status`` names the difference meanwhile.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
-from lakehouse.pipeline import PIPELINES_ENV
-from lakehouse.settings_diff import differences, flatten
+from lakehouse.settings_diff import differences
 
-NOT_RECORDED = "its settings were not recorded (started by an older Tidewater)"
+NOT_RECORDED = "its settings were not recorded as they are now (started by an older Tidewater)"
 
 
 def settings_file(cfg: TidewaterConfig) -> Path:
@@ -26,15 +24,14 @@ def settings_file(cfg: TidewaterConfig) -> Path:
 
 
 def applied(cfg: TidewaterConfig) -> dict[str, str]:
-    """What Airflow's DAGs and tasks depend on, as a start now would pass it: every configuration key
-    (dotted, e.g. ``mode``, ``airflow.batch_schedule``) and the environment variables the DAG files read
-    (``TIDEWATER_AIRFLOW_<DAG>_SCHEDULE``, ``TIDEWATER_PIPELINES``). No secret is among them."""
-    config = cfg.as_dict()
-    config.pop("source", None)
-    out = flatten(config)
-    out.update({f"${k}": v for k, v in sorted(os.environ.items())
-                if k == PIPELINES_ENV or (k.startswith("TIDEWATER_AIRFLOW_") and k.endswith("_SCHEDULE"))})
-    return out
+    """What Airflow's processes and their tasks get at a start now and keep until they stop: their
+    environment (``airflow_settings.env``: ``TIDEWATER_MODE``, the schedules, the pipelines, the ports,
+    the database, every ``TIDEWATER_*`` variable of the shell), as ``{"$NAME": value}``, without its secrets
+    and ``PATH`` (a shell's own). The other configuration keys are not among them: each task's ``tidewater``
+    command reads them from ``TIDEWATER_CONFIG`` when it runs, so changing one needs no restart."""
+    from infra.services.airflow_settings import SECRET_ENV, env
+
+    return {f"${k}": v for k, v in sorted(env(cfg).items()) if k not in (*SECRET_ENV, "PATH")}
 
 
 def record(cfg: TidewaterConfig) -> None:
@@ -47,6 +44,8 @@ def changes(cfg: TidewaterConfig) -> list[str]:
     try:
         recorded = json.loads(settings_file(cfg).read_text())
     except (FileNotFoundError, ValueError):
+        return [NOT_RECORDED]
+    if any(not key.startswith("$") for key in recorded):  # configuration keys: recorded by an older Tidewater
         return [NOT_RECORDED]
     return differences(recorded, applied(cfg))
 

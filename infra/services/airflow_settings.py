@@ -46,6 +46,10 @@ def _secrets(cfg: TidewaterConfig) -> dict[str, str]:
     return dict(json.loads(path.read_text()))
 
 
+# the environment variables of ``env`` that hold a secret (from ``_secrets``): never written anywhere else
+SECRET_ENV = ("AIRFLOW__CORE__FERNET_KEY", "AIRFLOW__API__SECRET_KEY", "AIRFLOW__API_AUTH__JWT_SECRET")
+
+
 def env(cfg: TidewaterConfig) -> dict[str, str]:
     """Environment of every Airflow process (and, inherited, of every task)."""
     keys = _secrets(cfg)

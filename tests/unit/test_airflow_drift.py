@@ -43,4 +43,36 @@ def test_a_recorded_start_matches_until_the_mode_or_a_schedule_changes(tmp_path:
     monkeypatch.setenv("TIDEWATER_MODE", "kappa")
     monkeypatch.setenv("TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE", "@weekly")
     assert airflow_drift.changes(load_config()) == ["$TIDEWATER_AIRFLOW_MAINTENANCE_SCHEDULE: (unset) -> @weekly",
-                                                    f'mode: "{cfg.mode}" -> "kappa"']
+                                                    f"$TIDEWATER_MODE: {cfg.mode} -> kappa"]
+
+
+def test_a_key_tasks_read_from_the_config_file_needs_no_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each task's ``tidewater`` command reads ``TIDEWATER_CONFIG`` when it runs: a Spark setting edited there
+    reaches it without restarting Airflow (which would stop the running tasks); ``mode`` is frozen into
+    Airflow's environment, and the DAG files read it there, so it does."""
+    from lakehouse.config import load_config
+
+    config = tmp_path / "tidewater.yml"
+    config.write_text("spark: {driver_memory: 2g}\n")
+    monkeypatch.setenv("TIDEWATER_CONFIG", str(config))
+    monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path / "data"))
+    for var in ("TIDEWATER_MODE", "TIDEWATER_SPARK_DRIVER_MEMORY"):
+        monkeypatch.delenv(var, raising=False)
+    airflow_drift.settings_file(load_config()).parent.mkdir(parents=True)
+    airflow_drift.record(load_config())
+    config.write_text("spark: {driver_memory: 3g}\n")
+    assert load_config().spark.driver_memory == "3g" and airflow_drift.changes(load_config()) == []
+    config.write_text("mode: kappa\nspark: {driver_memory: 3g}\n")
+    assert airflow_drift.changes(load_config()) == ["$TIDEWATER_MODE: lambda -> kappa"]
+    recorded = airflow_drift.settings_file(load_config()).read_text()
+    assert "PATH\"" not in recorded.replace("PYTHONPATH", "") and "FERNET" not in recorded and "JWT" not in recorded
+
+
+def test_settings_recorded_by_an_older_tidewater_count_as_not_recorded(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakehouse.config import load_config
+
+    monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
+    (tmp_path / "run").mkdir()
+    airflow_drift.settings_file(load_config()).write_text('{"mode": "\\"lambda\\""}')
+    assert airflow_drift.changes(load_config()) == [airflow_drift.NOT_RECORDED]
