@@ -128,8 +128,9 @@ def latest_version(table: Path, known: int = -1) -> int:
     return known
 
 
-# the operations of the commits that write a batch run's rows (a MERGE, or a full run's overwrite)
-ROW_WRITES = ("MERGE", "WRITE")
+# the operations of the commits that write a batch run's rows: a MERGE, a full run's overwrite, or one that
+# replaces the schema too (``replace_rows`` after the definition's columns changed)
+ROW_WRITES = ("MERGE", "WRITE", "CREATE OR REPLACE TABLE AS SELECT")
 
 
 def commit_info(table: Path, version: int) -> dict[str, Any]:

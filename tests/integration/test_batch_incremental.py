@@ -325,8 +325,9 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
 
     from lakehouse.errors import TidewaterError
     from lakehouse.pipeline import Aggregate, Window
-    from lakehouse.speed_versions import active_version
+    from lakehouse.speed_versions import active_version, set_active_version
     from spark_jobs import batch
+    from spark_jobs.io.delta_io import table_version
     from spark_jobs.serving import view_text
     from spark_jobs.speed_queries import start_queries
 
@@ -356,7 +357,16 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     with pytest.raises(TidewaterError, match="total_temperature.*'tidewater replay sensor_readings', then"):
         batch.run(spark, cfg, more, full=True)  # its rows' finality needs a speed table with its columns
 
+    contracts.ensure(spark, contracts.speed(more, 2))  # as a replay leaves it: a speed version with its columns
+    set_active_version(cfg, p.name, 2, previous=1)
+    published = batch.run(spark, cfg, more, full=True)  # its staging suite does not check the new sum
+    assert "total_temperature" in spark.table(table).columns  # the overwrite replaced the schema too
+    as_of = {r["as_of"] for r in spark.table(table).select("as_of").distinct().collect()}
+    assert as_of == {f"{table} v{table_version(spark, table) - 1} (run {published['run_id']}, "
+                     f"bronze v{published['bronze_version']})"}, as_of  # the replacing commit; then the definition's
+    set_active_version(cfg, p.name, 1, previous=2)
+
     batch.run(spark, cfg, p, full=True)  # the original definition, in full: as before, served with the speed layer
-    assert table_rows(spark, p) == before
+    assert table_rows(spark, p) == before and "total_temperature" not in spark.table(table).columns
     assert "'batch' AS source" in view_text(spark, view)
     batch.run(spark, cfg, p)
