@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import TidewaterError
-from lakehouse.pipeline import Pipeline
+from lakehouse.pipeline import Pipeline, duration_seconds
 from lakehouse.settings_diff import differences, flatten
 
 if TYPE_CHECKING:
@@ -29,17 +29,13 @@ _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
 def duration_text(seconds: int) -> str:
     """60 -> '1 minute', 300 -> '5 minutes', 90 -> '90 seconds': one spelling per duration (pure)."""
-    for unit, size in _UNITS:
-        if seconds % size == 0 and (seconds or unit == "second"):
-            n = seconds // size
-            return f"{n} {unit}{'' if n == 1 else 's'}"
-    return f"{seconds} seconds"  # unreachable: every whole number of seconds is a whole number of seconds
+    unit, size = next(((u, s) for u, s in _UNITS if seconds and seconds % s == 0), ("second", 1))
+    n = seconds // size
+    return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
 def of(p: Pipeline) -> dict[str, object]:
     """What the windows of ``p`` depend on (pure): not its owner, topic, watermark or quality rules."""
-    from lakehouse.pipeline import duration_seconds
-
     window = {k: duration_text(duration_seconds(v)) if k != "type" else v
               for k, v in vars(p.window).items() if v is not None}
     used = {p.event_time, *p.keys, *(a.column for a in p.aggregates if a.column)}
