@@ -8,6 +8,7 @@ raises is recorded as FAILED with the error; a missing dependency is recorded as
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import time
@@ -92,12 +93,14 @@ def git_facts() -> dict[str, Any]:
 
 
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
-                   keep_data: bool = False) -> dict[str, Any]:
+                   keep_data: bool = False, batch_events: int | None = None) -> dict[str, Any]:
+    """``batch_events``: scenario 3's bronze size instead of the size's (incremental against full as
+    history grows); the result's name then ends in ``-bronze<N>``, and the README's table is left alone."""
     from benchmarks.run_context import cpu_probe, effective_settings
     from benchmarks.stack import isolated_stack
     from infra.spark_session import get_spark
 
-    sizes = SIZES[size]
+    sizes = SIZES[size] if batch_events is None else dataclasses.replace(SIZES[size], batch_events=batch_events)
     chosen = sorted(scenarios or SCENARIOS)
     started_at = datetime.now(UTC)
     run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "size": sizes.as_dict(),
@@ -124,7 +127,8 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     if write:
         from benchmarks.report import update_readme, write_report
 
-        run["files"] = write_report(run, RESULTS, f"{started_at:%Y%m%dT%H%M%SZ}-{size}")
-        if size != "quick" and set(chosen) == set(SCENARIOS):  # only a whole-suite run replaces the README's
+        stem = f"{started_at:%Y%m%dT%H%M%SZ}-{size}" + (f"-bronze{batch_events}" if batch_events else "")
+        run["files"] = write_report(run, RESULTS, stem)
+        if size != "quick" and set(chosen) == set(SCENARIOS) and batch_events is None:  # only a whole-suite run replaces the README's
             update_readme(RESULTS.parent / "README.md", run, Path(run["files"]["markdown"]))
     return run

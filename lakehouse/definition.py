@@ -7,21 +7,16 @@ five-minute windows beside the one-minute ones, the next incremental batch run M
 nothing said so. Each such table now carries the definition it was computed under (table property
 ``tidewater.definition``, set when it is created, and by a full batch run); a job that would add rows of
 another definition refuses with one line naming the change and the command that rebuilds the table
-(``require_same``), and the serving view never merges two definitions (``spark_jobs.serving``).
-Tables created before this property have none and are taken as they are.
+(``spark_jobs.definition_guard``), and the serving view never merges two definitions (``apart``).
+Tables created before this property have none and are taken as they are. This module is pure.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
-from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, duration_seconds
 from lakehouse.settings_diff import differences, flatten
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 PROPERTY = "tidewater.definition"
 _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
@@ -57,38 +52,10 @@ def changes(stored: str | None, p: Pipeline) -> list[str]:
     return differences(flatten(json.loads(stored)), flatten(of(p)))
 
 
-def stored(spark: SparkSession, table: str) -> str | None:
-    """The definition ``table`` was computed under (None: not stored, or no such table)."""
-    if not spark.catalog.tableExists(table):
-        return None
-    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
-    return next((r["value"] for r in rows if r["key"] == PROPERTY), None)
-
-
-def mismatch(spark: SparkSession, table: str, p: Pipeline) -> list[str]:
-    """The changes from the definition ``table`` holds to ``p`` (empty: the same, or not stored)."""
-    return changes(stored(spark, table), p)
-
-
-def require_same(spark: SparkSession, table: str, p: Pipeline, fix: str) -> None:
-    """Refuse (one line: the table, the change, ``fix``) when ``table`` holds windows of another definition."""
-    changed = mismatch(spark, table, p)
-    if changed:
-        raise TidewaterError(f"the definition of {p.name} changed since {table} was computed "
-                             f"({'; '.join(changed)}); its windows follow the old one, and new ones would be "
-                             f"mixed in: {fix}, or restore the old definition")
-
-
-def record(spark: SparkSession, table: str, p: Pipeline) -> None:
-    """Store ``p``'s definition on ``table`` (after a full recompute replaced its windows)."""
-    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{PROPERTY}' = '{encoded(p)}')")
-
-
-def apart(spark: SparkSession, batch_table: str, speed_table: str, p: Pipeline) -> str:
-    """Why the batch and speed tables of ``p`` cannot be served together (their stored definitions
-    differ: the change, and the commands that rebuild each layer not on ``p``'s), or '' when they can
-    (one definition, or either table stores none)."""
-    batch, speed = stored(spark, batch_table), stored(spark, speed_table)
+def apart(batch_table: str, batch: str | None, speed_table: str, speed: str | None, p: Pipeline) -> str:
+    """Why the batch and speed tables of ``p`` cannot be served together, from the definitions they store
+    (they differ: the change, and the commands that rebuild each layer not on ``p``'s), or '' when they can
+    (one definition, or either table stores none). Pure."""
     if batch is None or speed is None or json.loads(batch) == json.loads(speed):
         return ""
     between = differences(flatten(json.loads(batch)), flatten(json.loads(speed)))

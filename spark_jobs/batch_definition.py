@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakehouse import contracts, definition, naming
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from spark_jobs import definition_guard
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,10 +29,10 @@ def require_one_definition(spark: SparkSession, cfg: TidewaterConfig, p: Pipelin
     from lakehouse.speed_versions import active_version
 
     if incremental:
-        definition.require_same(spark, naming.table("batch", p.name), p,
+        definition_guard.require_same(cfg, naming.table("batch", p.name), p,
                                 f"recompute it with 'tidewater batch {p.name} --full'")
     speed = contracts.storage_table(p, active_version(cfg, p.name))
-    columns = [c for c in definition.mismatch(spark, speed, p) if not c.startswith(SHAPE_ONLY)]
+    columns = [c for c in definition_guard.mismatch(cfg, speed, p) if not c.startswith(SHAPE_ONLY)]
     if columns:
         raise TidewaterError(f"batch: the definition of {p.name} changed its columns since {speed} was computed "
                              f"({'; '.join(columns)}); rebuild the speed layer first with 'tidewater replay {p.name}', "

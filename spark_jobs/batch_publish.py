@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, definition, naming
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
-from spark_jobs import batch_runs
+from spark_jobs import batch_runs, definition_guard
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
@@ -120,8 +120,8 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")
-    if run["mode"] == "full" and definition.mismatch(spark, naming.table("batch", p.name), p):
-        definition.record(spark, naming.table("batch", p.name), p)  # after the rows: a crash between refuses again
+    if run["mode"] == "full" and definition_guard.mismatch(cfg, naming.table("batch", p.name), p):
+        definition_guard.record(spark, naming.table("batch", p.name), p)  # after the rows: a crash between refuses again
         steps.done("definition recorded")
 
 

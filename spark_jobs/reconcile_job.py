@@ -16,10 +16,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, definition, naming
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
+from spark_jobs import definition_guard
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,7 +68,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p))
     speed_version = active_version(cfg, p.name)
     contracts.ensure(spark, contracts.speed(p, speed_version))
-    apart = definition.apart(spark, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
+    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
     if apart:  # windows of two definitions: every one would count as a difference
         print(f"reconcile: no ledger for run {run_id}: {apart}", file=sys.stderr, flush=True)
         return 0

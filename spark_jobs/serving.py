@@ -151,20 +151,20 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
         contracts.ensure(spark, contracts.batch(p))
         add_served_columns(spark, cfg, p, speed_table)
         cutoff = cutoff or published_cutoff(spark, p.name)
-        mode = "lambda" if one_definition(spark, p, version) else "kappa"
+        mode = "lambda" if one_definition(cfg, p, version) else "kappa"
     view = naming.table("serving", p.name)
     return replace_view(spark, view, view_sql(p, mode, version, cutoff, lambda t: delta_relation(cfg, t)))
 
 
-def one_definition(spark: SparkSession, p: Pipeline, version: int) -> bool:
+def one_definition(cfg: TidewaterConfig, p: Pipeline, version: int) -> bool:
     """Whether ``batch.<p>`` and speed version ``version`` hold windows of one definition: only then does
     ``serving.<p>`` merge them. Otherwise it shows the speed layer alone, as in Kappa mode, and says so
     on stderr, until both are rebuilt under one definition: the view never shows two at once."""
     import sys
 
-    from lakehouse import definition
+    from spark_jobs import definition_guard
 
-    apart = definition.apart(spark, naming.table("batch", p.name), contracts.storage_table(p, version), p)
+    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, version), p)
     if apart:
         print(f"serving: {naming.table('serving', p.name)} shows the speed layer only: {apart}",
               file=sys.stderr, flush=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from lakehouse import contracts, definition, naming
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from spark_jobs import definition_guard
 
 INGEST_VERSION = naming.INGEST_VERSION
 
@@ -27,7 +28,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
 
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.STREAM_PROGRESS)
-    definition.require_same(spark, contracts.storage_table(p, version), p,
+    definition_guard.require_same(cfg, contracts.storage_table(p, version), p,
                             f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
                             f"(the windows of version {version} stay served until the switch)")
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}

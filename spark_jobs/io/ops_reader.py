@@ -22,10 +22,11 @@ def table_path(cfg: TidewaterConfig, table: str) -> Path:
     return naming.warehouse_dir(cfg) / f"{db}.db" / name
 
 
-def _replay_log(path: Path, on_action: Any, upto: int | None = None) -> bool:
+def _replay_log(path: Path, on_action: Any, upto: int | None = None, kinds: tuple[str, ...] = ("add", "txn")) -> bool:
     """Feed every action of the table's log (newest checkpoint, then later JSON commits) to
-    ``on_action``, in commit order; with ``upto``, only the log of version ``upto``. Returns whether
-    the commits replayed were contiguous up to the last one (or to ``upto``)."""
+    ``on_action``, in commit order; with ``upto``, only the log of version ``upto``. The checkpoint's
+    actions are read only of ``kinds``. Returns whether the commits replayed were contiguous up to the
+    last one (or to ``upto``)."""
     log = path / "_delta_log"
     if not log.is_dir():
         return upto is None
@@ -37,7 +38,7 @@ def _replay_log(path: Path, on_action: Any, upto: int | None = None) -> bool:
 
         newest = checkpoints[-1]
         start = int(newest.name.split(".")[0]) + 1
-        columns = [c for c in ("add", "txn") if c in pq.read_schema(newest).names]
+        columns = [c for c in kinds if c in pq.read_schema(newest).names]
         for row in pq.read_table(newest, columns=columns).to_pylist():
             on_action({k: v for k, v in row.items() if v})
     expected, contiguous = start, True
@@ -78,6 +79,20 @@ def snapshot_stats(path: Path, version: int, columns: list[str]) -> dict[str, An
             if top is not None and (out[c] is None or datetime.fromisoformat(top) > out[c]):
                 out[c] = datetime.fromisoformat(top)
     return out
+
+
+def table_properties(path: Path) -> dict[str, str]:
+    """The table properties of the Delta table at ``path`` (its newest ``metaData`` action: what ``SHOW
+    TBLPROPERTIES`` lists of Delta's own), read from its log without Spark; empty when there is no table."""
+    found: dict[str, Any] = {}
+
+    def on_action(action: dict[str, Any]) -> None:
+        if "metaData" in action:
+            found["configuration"] = action["metaData"].get("configuration") or {}
+
+    _replay_log(path, on_action, kinds=("metaData",))
+    configuration = found.get("configuration") or {}
+    return dict(configuration) if isinstance(configuration, dict) else {k: v for k, v in configuration}
 
 
 def live_files(path: Path) -> list[Path]:

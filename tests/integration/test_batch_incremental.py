@@ -370,3 +370,28 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     assert table_rows(spark, p) == before and "total_temperature" not in spark.table(table).columns
     assert "'batch' AS source" in view_text(spark, view)
     batch.run(spark, cfg, p)
+
+
+def test_table_properties_read_from_the_log_are_what_spark_lists(spark: SparkSession, cfg: TidewaterConfig) -> None:
+    """``ops_reader.table_properties`` (how the definition checks read a stored definition, without Spark)
+    gives the properties ``SHOW TBLPROPERTIES`` lists, through checkpoints (one every 2 commits here) and
+    changes; a table that does not exist has none."""
+    from spark_jobs.io.ops_reader import table_path, table_properties
+
+    table = naming.table("batch", "properties_probe")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} (n BIGINT) USING delta TBLPROPERTIES ('delta.checkpointInterval' = '2', "
+              "'tidewater.definition' = '{\"keys\":[\"a\"]}')")
+    path = table_path(cfg, table)
+    for step in range(5):
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.step' = '{step}')")
+        spark.sql(f"INSERT INTO {table} VALUES ({step})")
+        listed = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+        from_log = table_properties(path)
+        assert from_log["tidewater.step"] == str(step) and from_log["tidewater.definition"] == '{"keys":["a"]}'
+        assert {k: listed.get(k) for k in from_log} == from_log
+    spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES ('tidewater.definition')")
+    assert "tidewater.definition" not in table_properties(path)
+    assert list((path / "_delta_log").glob("*.checkpoint.parquet")), "no checkpoint: the test read none"
+    spark.sql(f"DROP TABLE {table}")
+    assert table_properties(path) == {}

@@ -49,3 +49,14 @@ def test_a_table_without_a_stored_definition_is_taken_as_it_is() -> None:
 def test_the_stored_definition_fits_in_a_sql_string_literal() -> None:
     for name in ("sensor_readings", "lift_rides", "game_sessions"):
         assert "'" not in definition.encoded(load_pipeline(name)) and "\\" not in definition.encoded(load_pipeline(name))
+
+
+def test_two_layers_apart_name_the_change_and_each_rebuild_needed() -> None:
+    p = load_pipeline("sensor_readings")
+    now = definition.encoded(p)
+    old = definition.encoded(dataclasses.replace(p, window=Window("tumbling", "5 minutes")))
+    assert definition.apart("batch.t", now, "speed.t", now, p) == ""
+    assert definition.apart("batch.t", None, "speed.t", old, p) == ""  # a table from before the property
+    reason = definition.apart("batch.t", now, "speed.t", old, p)
+    assert 'window.size: "1 minute" -> "5 minutes"' in reason and "'tidewater replay sensor_readings'" in reason
+    assert "--full" not in reason  # the batch table already holds the current definition
