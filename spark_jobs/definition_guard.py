@@ -39,6 +39,16 @@ def require_same(cfg: TidewaterConfig, table: str, p: Pipeline, fix: str) -> Non
                              f"mixed in: {fix}, or restore the old definition")
 
 
+def require_speed_same(cfg: TidewaterConfig, p: Pipeline, version: int) -> None:
+    """Refuse to run speed version ``version`` of ``p`` when its table holds windows of another definition:
+    checked by ``tidewater speed start`` before it spawns the job (no JVM), and by the job itself."""
+    from lakehouse import contracts
+
+    require_same(cfg, contracts.storage_table(p, version), p,
+                 f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
+                 f"(the windows of version {version} stay served until the switch)")
+
+
 def record(spark: SparkSession, table: str, p: Pipeline) -> None:
     """Store ``p``'s definition on ``table`` (after a full recompute replaced its windows)."""
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{definition.PROPERTY}' = '{definition.encoded(p)}')")

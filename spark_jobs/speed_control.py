@@ -18,6 +18,7 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError, TidewaterError, TopicMissing
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version
+from spark_jobs import definition_guard
 from spark_jobs.io.kafka_admin import offsets
 
 REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
@@ -47,6 +48,7 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
 
     require_java()  # here, not in the child: its one line would end up in a log tail
     require_topic(cfg, p)  # a job on a missing topic would idle with lag 0
+    definition_guard.require_speed_same(cfg, p, version)  # read from the table's log: refused before a JVM starts
     argv = [sys.executable, "-m", "spark_jobs.speed", p.name, "--version", str(version), "--queries", queries]
     if starting_offsets:
         argv += ["--starting-offsets", starting_offsets]

@@ -28,9 +28,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
 
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.STREAM_PROGRESS)
-    definition_guard.require_same(cfg, contracts.storage_table(p, version), p,
-                            f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
-                            f"(the windows of version {version} stay served until the switch)")
+    definition_guard.require_speed_same(cfg, p, version)
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
     if stateless(p):
         return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}

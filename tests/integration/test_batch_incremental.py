@@ -315,6 +315,36 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     assert {r["as_of"] for r in spark.table(table).collect()} == labels
 
 
+def refused_by_the_cli(spark: SparkSession, cfg: TidewaterConfig, stored_as: Pipeline) -> None:
+    """``tidewater speed start`` (a real CLI process) on a speed table that stores ``stored_as``'s definition
+    while the YAML holds another: one line naming the change and the rebuild, exit 2, and no job spawned
+    (the check reads the table's log before a JVM starts). The table's own definition is put back after."""
+    import subprocess
+    import sys
+
+    from lakehouse.errors import TidewaterError
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.definition_guard import record
+    from spark_jobs.io.kafka_admin import ensure_topic
+
+    p = load_pipeline(stored_as.name, cfg.pipelines)
+    speed_table = contracts.storage_table(p, active_version(cfg, p.name))
+    ensure_topic(cfg, p.topic)  # past the topic check, to the definition's
+    record(spark, speed_table, stored_as)
+    try:
+        out = subprocess.run([sys.executable, "-m", "tidewater.cli", "speed", "start", p.name], capture_output=True,
+                             text=True, timeout=120)
+    finally:
+        record(spark, speed_table, p)
+    assert out.returncode == TidewaterError.EXIT_CODE, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"tidewater: the definition of {p.name} changed since {speed_table} was computed (window.size: \"5 minutes\" "
+        f"-> \"1 minute\"); its windows follow the old one, and new ones would be mixed in: rebuild the speed layer "
+        f"under the new one with 'tidewater replay {p.name}' (the windows of version {active_version(cfg, p.name)} "
+        "stay served until the switch), or restore the old definition"], out.stderr
+    assert not list(naming.run_dir(cfg).glob("speed-*.pid")) and not list(naming.logs_dir(cfg).glob("speed-*"))
+
+
 def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSession, cfg: TidewaterConfig,
                                                               capfd: pytest.CaptureFixture[str]) -> None:
     """The YAML's window edited from 1 to 5 minutes: an incremental run and a speed start refuse, naming the
@@ -341,6 +371,7 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     with pytest.raises(TidewaterError, match=f"{change}.*'tidewater replay sensor_readings'"):
         start_queries(spark, cfg, wider, active_version(cfg, p.name), ["stream"])
     assert table_rows(spark, p) == before
+    refused_by_the_cli(spark, cfg, wider)
 
     capfd.readouterr()
     batch.run(spark, cfg, wider, full=True)
