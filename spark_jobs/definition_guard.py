@@ -30,23 +30,38 @@ def mismatch(cfg: TidewaterConfig, table: str, p: Pipeline) -> list[str]:
     return definition.changes(stored(cfg, table), p)
 
 
-def require_same(cfg: TidewaterConfig, table: str, p: Pipeline, fix: str) -> None:
-    """Refuse (one line: the table, the change, ``fix``) when ``table`` holds windows of another definition."""
+def refusal(cfg: TidewaterConfig, table: str, p: Pipeline, fix: str) -> str:
+    """One line (the table, the change, ``fix``) when ``table`` holds windows of another definition, else ''."""
     changed = mismatch(cfg, table, p)
-    if changed:
-        raise TidewaterError(f"the definition of {p.name} changed since {table} was computed "
-                             f"({'; '.join(changed)}); its windows follow the old one, and new ones would be "
-                             f"mixed in: {fix}, or restore the old definition")
+    if not changed:
+        return ""
+    return (f"the definition of {p.name} changed since {table} was computed ({'; '.join(changed)}); its windows "
+            f"follow the old one, and new ones would be mixed in: {fix}, or restore the old definition")
+
+
+def require_same(cfg: TidewaterConfig, table: str, p: Pipeline, fix: str) -> None:
+    """Refuse (``refusal``'s line) when ``table`` holds windows of another definition."""
+    line = refusal(cfg, table, p, fix)
+    if line:
+        raise TidewaterError(line)
+
+
+def speed_refusal(cfg: TidewaterConfig, p: Pipeline, version: int) -> str:
+    """Why speed version ``version`` of ``p`` must not run ('' when it may): its table holds windows of
+    another definition. ``tidewater speed status`` shows it as the job's ``problem``."""
+    from lakehouse import contracts
+
+    return refusal(cfg, contracts.storage_table(p, version), p,
+                   f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
+                   f"(the windows of version {version} stay served until the switch)")
 
 
 def require_speed_same(cfg: TidewaterConfig, p: Pipeline, version: int) -> None:
-    """Refuse to run speed version ``version`` of ``p`` when its table holds windows of another definition:
-    checked by ``tidewater speed start`` before it spawns the job (no JVM), and by the job itself."""
-    from lakehouse import contracts
-
-    require_same(cfg, contracts.storage_table(p, version), p,
-                 f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
-                 f"(the windows of version {version} stay served until the switch)")
+    """Refuse to run speed version ``version`` of ``p`` (``speed_refusal``): checked by ``tidewater speed
+    start`` before it spawns the job (no JVM), and by the job itself."""
+    line = speed_refusal(cfg, p, version)
+    if line:
+        raise TidewaterError(line)
 
 
 def record(spark: SparkSession, table: str, p: Pipeline) -> None:

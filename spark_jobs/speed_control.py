@@ -116,6 +116,8 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     out.update(topic_exists=bool(ends), lag=lag_after(ends, topic_offsets(last, p.topic)) if ends else None)
     if not ends:  # not "lag 0": nothing can arrive (auto.create.topics.enable=false)
         out["problem"] = str(TopicMissing(p.name, p.topic, cfg.kafka.bootstrap))
+    elif refused := definition_guard.speed_refusal(cfg, p, version):  # 'speed start' would refuse it
+        out["problem"] = refused
     return out
 
 

@@ -318,7 +318,9 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
 def refused_by_the_cli(spark: SparkSession, cfg: TidewaterConfig, stored_as: Pipeline) -> None:
     """``tidewater speed start`` (a real CLI process) on a speed table that stores ``stored_as``'s definition
     while the YAML holds another: one line naming the change and the rebuild, exit 2, and no job spawned
-    (the check reads the table's log before a JVM starts). The table's own definition is put back after."""
+    (the check reads the table's log before a JVM starts); ``speed status`` names the same line as its
+    ``problem``. The table's own definition is put back after."""
+    import json
     import subprocess
     import sys
 
@@ -334,8 +336,11 @@ def refused_by_the_cli(spark: SparkSession, cfg: TidewaterConfig, stored_as: Pip
     try:
         out = subprocess.run([sys.executable, "-m", "tidewater.cli", "speed", "start", p.name], capture_output=True,
                              text=True, timeout=120)
+        status = subprocess.run([sys.executable, "-m", "tidewater.cli", "speed", "status", p.name, "--json"],
+                                capture_output=True, text=True, timeout=120)
     finally:
         record(spark, speed_table, p)
+    assert status.returncode == 1 and f"tidewater: {json.loads(status.stdout)['problem']}" == out.stderr.strip()
     assert out.returncode == TidewaterError.EXIT_CODE, out.stdout + out.stderr
     assert out.stderr.strip().splitlines() == [
         f"tidewater: the definition of {p.name} changed since {speed_table} was computed (window.size: \"5 minutes\" "

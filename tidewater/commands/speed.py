@@ -36,8 +36,9 @@ def cmd_speed(args: argparse.Namespace) -> int:
             print(json.dumps(st, indent=2, default=str))
         else:
             for key in ("pipeline", "version", "running", "pid", "topic", "last_batch_time", "watermark",
-                        "input_rows_per_second", "processed_rows_per_second", "lag", "log"):
-                print(f"{key:<26} {st.get(key)}")
+                        "input_rows_per_second", "processed_rows_per_second", "lag", "log", "problem"):
+                if key != "problem" or st.get(key):
+                    print(f"{key:<26} {st.get(key)}")
         if st.get("topic_exists") is False:  # exit 4 (and one line), whether or not a job runs
             raise TopicMissing(p.name, p.topic, cfg.kafka.bootstrap)
         return 0 if st["running"] else 1
