@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +50,21 @@ class ManagedProcess:
     def running(self) -> bool:
         return self.pid() is not None
 
+    @contextlib.contextmanager
+    def start_lock(self) -> Iterator[None]:
+        """``flock`` on ``run/<name>.start.lock`` while a start checks the PID file, spawns and writes it.
+        Without it, two ``tidewater speed start`` at once both spawned a job: the one that lost the job's
+        own query lock exited, the PID file could name it, both commands failed, and the job that ran was
+        one no ``speed stop`` could find. The kernel drops the lock when its holder dies."""
+        import fcntl
+
+        with open(self.run_dir / f"{self.name}.start.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def started_at(self) -> float | None:
         """When the live process started (epoch seconds: its PID file is written at the start), or None."""
         if self.pid() is None:
@@ -65,17 +80,18 @@ class ManagedProcess:
         ``marker``: a part of the command line that survives an ``exec`` by a launcher script
         (default: the longest argument), used to tell our process from a reused PID. ``nice``: the
         CPU priority below everything else's (``lower_priority``)."""
-        existing = self.pid()
-        if existing:
-            return existing
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(
-                [*(["nice", "-n", str(nice)] if nice else []), *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
-            )
-        self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n{start_time(proc.pid) or ''}\n")
+        with self.start_lock():  # two starts at once: the second finds the first's PID file, spawns nothing
+            existing = self.pid()
+            if existing:
+                return existing
+            with open(self.log_file, "ab") as log:
+                proc = subprocess.Popen(
+                    [*(["nice", "-n", str(nice)] if nice else []), *argv], stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                )
+            self.pid_file.write_text(f"{proc.pid}\n{marker or _marker(argv)}\n{start_time(proc.pid) or ''}\n")
         if nice:
             lower_priority(proc.pid, nice)
         return proc.pid

@@ -171,3 +171,47 @@ def _wait(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_two_starts_at_once_spawn_one_process(tmp_path: Path) -> None:
+    """Two ``ManagedProcess.start`` of one name in two processes at once (two ``tidewater speed start``:
+    before the start lock, both spawned a job, the PID file named either, and both commands could fail
+    while the other job ran unseen). The test holds the start lock as a start in progress would: neither
+    starter spawns while it is held; after, one process runs and both starters name it."""
+    run_dir, log_dir = tmp_path / "run", tmp_path / "logs"
+    token = f"tidewater-test-{tmp_path.name}"  # the job's argument is token + "-job": the starters' hold only token
+    starter = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from infra.services.process import ManagedProcess
+        job = [sys.executable, "-c", "import time; time.sleep(120)", {token!r} + "-job"]
+        print(ManagedProcess("job", Path({str(run_dir)!r}), Path({str(log_dir)!r})).start(job))
+    """)
+    proc = ManagedProcess("job", run_dir, log_dir)
+    run_dir.mkdir()
+    try:
+        with proc.start_lock():
+            starters = [subprocess.Popen([sys.executable, "-c", starter], cwd=REPO, stdout=subprocess.PIPE, text=True)
+                        for _ in range(2)]
+            time.sleep(2.0)
+            assert [s.poll() for s in starters] == [None, None]  # both wait for the lock
+            assert not proc.pid_file.exists() and not _jobs(token)
+        pids = {int(s.communicate(timeout=60)[0].strip()) for s in starters}
+        assert [s.returncode for s in starters] == [0, 0]
+        assert len(pids) == 1 and _jobs(token) == pids and proc.pid() in pids
+    finally:
+        proc.stop(timeout=5)
+        for pid in _jobs(token):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def _jobs(token: str) -> set[int]:
+    """Live processes whose command line holds ``token`` + "-job"."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"{token}-job".encode() in (entry / "cmdline").read_bytes() and _alive(int(entry.name)):
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
