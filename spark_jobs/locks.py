@@ -75,9 +75,9 @@ def exclusive_file(path: Path, wait_seconds: float, name: str | None = None) -> 
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TidewaterError(f"lock {path} is held by another Tidewater process for more than "
-                                         f"{wait_seconds:.0f}s; wait for it to finish or check 'tidewater status'"
-                                         ) from None
+                    waited = f" for more than {wait_seconds:.0f}s" if wait_seconds >= 1 else ""
+                    raise TidewaterError(f"lock {path} is held by another Tidewater process{waited}; wait for it "
+                                         "to finish or check 'tidewater status'") from None
                 time.sleep(0.5)
         if name is not None:
             _held_here().add(name)

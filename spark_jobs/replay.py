@@ -53,8 +53,13 @@ def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int
 
 
 def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
-    from spark_jobs.locks import exclusive, switch_lock_name
+    """The lock a replay or rollback holds from before its Spark start (``prepare``) to its switch. Another
+    one under way: one line naming it (the lock itself, a moment later, names only its file)."""
+    from spark_jobs.locks import exclusive, held_elsewhere, switch_lock_name
 
+    if held_elsewhere(cfg, switch_lock_name(p.name)):
+        raise TidewaterError(f"replay: a replay or rollback of {p.name} is already running; wait for it to finish "
+                             f"(it prints its result), or see 'tidewater speed status {p.name}'")
     return exclusive(cfg, switch_lock_name(p.name), wait_seconds=0)
 
 
@@ -112,10 +117,12 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 
 
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
-           log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions."""
+           log: Callable[[str], None] = print, prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+    """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions. ``prepare`` (the
+    CLI's Spark start) runs under the switch lock: a second replay at once is refused before its own."""
     check_history(cfg, p)
     with switch_lock(cfg, p):
+        prepare()
         active = active_version(cfg, p.name)
         new = next_version(cfg, p.name, active)
         log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
@@ -159,13 +166,15 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
             "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}
 
 
-def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600) -> dict[str, Any]:
+def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
+             prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
     """Switch back to the version that was active before the last replay switch. That version froze
     at the switch, so it first catches up from its own checkpoint like a replay (never a view on a
     stale table), under the same lock."""
     if recorded_previous_version(cfg, p.name) is None:
         raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
     with switch_lock(cfg, p):
+        prepare()
         previous, active = recorded_previous_version(cfg, p.name), active_version(cfg, p.name)
         if previous is None or previous == active:  # None: the record vanished since the check above
             raise TidewaterError(f"replay: v{active} of {p.name} is already active; nothing to roll back to")

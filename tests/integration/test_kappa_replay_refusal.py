@@ -49,3 +49,29 @@ def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: 
     after = (active_version(cfg, p.name), sorted(checkpoints.rglob("*")) if checkpoints.exists() else [])
     assert after == before
     assert not list((cfg.data_dir / "run").glob("replay-*.pid"))
+
+
+def test_a_second_replay_is_refused_before_spark(stack: TidewaterConfig) -> None:
+    """While a replay or rollback holds the switch lock, another ``tidewater replay`` (a real CLI process)
+    is refused in one line, exit 2, before it starts a JVM (whose start prints a warning on stderr: there is
+    none) and without changing the active version. Before, it started Spark first (10-14 s) and then named
+    only the lock file. The CLI now starts Spark under that lock, so a replay started a second after another
+    is refused the same way (tried on the demo stack)."""
+    import subprocess
+    import sys
+
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.locks import exclusive, switch_lock_name
+
+    cfg = stack
+    ensure_topic(cfg, "sensor-readings")  # past the history check, to the lock
+    before = active_version(cfg, "sensor_readings")
+    with exclusive(cfg, switch_lock_name("sensor_readings"), wait_seconds=0):  # as a replay under way holds it
+        out = subprocess.run([sys.executable, "-m", "tidewater.cli", "replay", "sensor_readings"], capture_output=True,
+                             text=True, timeout=120)
+    assert out.returncode == TidewaterError.EXIT_CODE, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "tidewater: replay: a replay or rollback of sensor_readings is already running; wait for it to finish (it "
+        "prints its result), or see 'tidewater speed status sensor_readings'"], out.stderr
+    assert active_version(cfg, "sensor_readings") == before

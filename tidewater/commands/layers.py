@@ -116,12 +116,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
             holder["spark"] = _spark(cfg, "tidewater-replay")
         refresh_view(holder["spark"], cfg, p, speed_version=version)
 
+    def prepare() -> None:  # under the switch lock: a second replay at once is refused before its Spark start
+        if "spark" not in holder:
+            holder["spark"] = _spark(cfg, "tidewater-replay")
+
     if args.rollback:
-        out = replay.rollback(cfg, p, refresh)
+        out = replay.rollback(cfg, p, refresh, prepare=prepare)
     else:
         replay.check_history(cfg, p)  # before any Spark start: refuse fast, change nothing
-        holder["spark"] = _spark(cfg, "tidewater-replay")
-        out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress)
+        out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress, prepare=prepare)
     print(json.dumps(out))
     return 0
 
