@@ -38,12 +38,18 @@ class ManagedProcess:
 
     def pid(self) -> int | None:
         """PID of the live process, or None (stale PID files are removed)."""
-        try:
-            pid = int(self.pid_file.read_text().split()[0])
-        except (FileNotFoundError, ValueError, IndexError):
+        return self._live_pid(locked=False)
+
+    def _live_pid(self, locked: bool) -> int | None:
+        """``pid()``; ``locked``: the caller holds ``start_lock`` (a second flock of this process on the
+        file would wait for the first forever)."""
+        pid = self._recorded_pid()
+        if pid is None:
             return None
         if not _owned(pid, self.pid_file):
-            self.pid_file.unlink(missing_ok=True)
+            with contextlib.nullcontext() if locked else self.start_lock():  # unless a start replaced it meanwhile
+                if self._recorded_pid() == pid:
+                    self.pid_file.unlink(missing_ok=True)
             return None
         return pid
 
@@ -83,7 +89,7 @@ class ManagedProcess:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self.start_lock():  # two starts at once: the second finds the first's PID file, spawns nothing
-            existing = self.pid()
+            existing = self._live_pid(locked=True)
             if existing:
                 return existing
             with open(self.log_file, "ab") as log:
@@ -109,8 +115,16 @@ class ManagedProcess:
         if pid_alive(pid) and _owned(pid, self.pid_file):
             _signal(pid, signal.SIGKILL, True)
             wait_until(lambda: not pid_alive(pid), 10)
-        self.pid_file.unlink(missing_ok=True)
+        with self.start_lock():  # a start since the process ended wrote its own PID file: that one stays
+            if self._recorded_pid() == pid:
+                self.pid_file.unlink(missing_ok=True)
         return True
+
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
 
     def log_size(self) -> int:
         """Current size of the log, to read only what a new start writes (``log_since``)."""

@@ -189,13 +189,15 @@ def test_two_starts_at_once_spawn_one_process(tmp_path: Path) -> None:
     """)
     proc = ManagedProcess("job", run_dir, log_dir)
     run_dir.mkdir()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    proc.pid_file.write_text(f"{ended.stdout.strip()}\nsome-job\n1\n")  # a stale one: each starter removes it
     try:
         with proc.start_lock():
             starters = [subprocess.Popen([sys.executable, "-c", starter], cwd=REPO, stdout=subprocess.PIPE, text=True)
                         for _ in range(2)]
             time.sleep(2.0)
             assert [s.poll() for s in starters] == [None, None]  # both wait for the lock
-            assert not proc.pid_file.exists() and not _jobs(token)
+            assert proc.pid_file.read_text().startswith(ended.stdout.strip()) and not _jobs(token)
         pids = {int(s.communicate(timeout=60)[0].strip()) for s in starters}
         assert [s.returncode for s in starters] == [0, 0]
         assert len(pids) == 1 and _jobs(token) == pids and proc.pid() in pids
@@ -215,3 +217,30 @@ def _jobs(token: str) -> set[int]:
         except OSError:
             continue
     return found
+
+
+def test_a_stop_leaves_the_pid_file_of_a_start_that_came_after(tmp_path: Path) -> None:
+    """``stop`` ends its process, then removes the PID file only if it still names that process: a start
+    that came in between (the supervisor's, say) keeps its file, and its job stays visible to
+    ``status`` and ``stop``. The test writes that start's file under the start lock, as ``start`` does."""
+    import threading
+
+    from infra.services.process import start_time
+
+    proc = ManagedProcess("job", tmp_path / "run", tmp_path / "logs")
+    first = proc.start([sys.executable, "-c", "import time; time.sleep(120)", "first-job"])
+    _wait_for_command_line(first)
+    second = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "second-job"],
+                              start_new_session=True)
+    _wait_for_command_line(second.pid)
+    try:
+        with proc.start_lock():
+            stopping = threading.Thread(target=proc.stop, kwargs={"timeout": 10})
+            stopping.start()
+            assert wait_until(lambda: not _alive(first), 10)
+            proc.pid_file.write_text(f"{second.pid}\nsecond-job\n{start_time(second.pid)}\n")
+        stopping.join(30)
+        assert not stopping.is_alive() and proc.pid() == second.pid
+    finally:
+        second.kill()
+        second.wait()
