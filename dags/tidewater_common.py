@@ -130,8 +130,18 @@ def total_lag(status: dict[str, Any]) -> int:
 
 
 def speed_decision(status: dict[str, Any], trigger_seconds: int, now: datetime | None = None) -> tuple[str, str]:
-    """What the supervisor does for one pipeline: (``start``|``restart``|``none``, reason). Nothing
-    while a replay or rollback switches versions (it froze the job on purpose).
+    """What the supervisor does for one pipeline: (``start``|``restart``|``none``|``refuse``, reason). Nothing
+    while a replay or rollback switches versions (it froze the job on purpose). ``refuse`` (the reason is
+    the status's ``problem``, e.g. a changed definition): a start would be refused, so nothing is stopped
+    or started and the task fails with that line."""
+    decision, reason = _job_decision(status, trigger_seconds, now)
+    if decision in ("start", "restart") and status.get("problem"):
+        return "refuse", str(status["problem"])
+    return decision, reason
+
+
+def _job_decision(status: dict[str, Any], trigger_seconds: int, now: datetime | None) -> tuple[str, str]:
+    """``speed_decision`` before the status's ``problem``.
 
     ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and neither
     a micro-batch recorded, nor the job started, nor its Spark work advanced (``advanced_at``:

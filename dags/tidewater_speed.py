@@ -36,6 +36,8 @@ def supervise_task(p: str) -> XComArg:
             return {"pipeline": pipeline, "did": "stop", "reason": out}
         status = speed_status(pipeline)
         decision, reason = speed_decision(status, load_config().spark.trigger_seconds)
+        if decision == "refuse":  # 'speed start' would refuse it: the running job (if any) is left as it is
+            raise RuntimeError(f"supervisor: {reason}")
         if decision == "restart":
             run_tidewater("speed", "stop", pipeline)
         if decision in ("start", "restart"):

@@ -80,3 +80,21 @@ def test_a_lock_held_by_another_thread_is_held_elsewhere(tmp_path: Path, monkeyp
     thread.join(10)
     assert order == ["holder released", "second acquired"]
     assert not held_elsewhere(cfg, "batch-x")
+
+
+def test_the_supervisor_refuses_what_speed_start_would_refuse() -> None:
+    """A status ``problem`` (a changed definition) turns a start or a restart into ``refuse`` with that
+    line, so a stalled job is not stopped for a start that cannot happen; a running job is left alone."""
+    from datetime import UTC, datetime, timedelta
+
+    from dags.tidewater_common import speed_decision
+
+    line = "the definition of sensor_readings changed since speed.sensor_readings__partials was computed (…)"
+    assert speed_decision({"running": False, "problem": line}, 5) == ("refuse", line)
+    now = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    stalled = {"running": True, "pid": 7, "lag": {"0": 40}, "last_batch_time": (now - timedelta(hours=1)).isoformat(),
+               "started_at": (now - timedelta(hours=2)).isoformat(), "problem": line}
+    assert speed_decision(stalled, 5, now) == ("refuse", line)
+    assert speed_decision({**stalled, "problem": None}, 5, now)[0] == "restart"
+    assert speed_decision({**stalled, "lag": {"0": 0}}, 5, now)[0] == "none"
+
