@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from infra.services.process import pid_alive
+from infra.services.proc_facts import pid_alive
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 

@@ -35,7 +35,8 @@ from infra.services.airflow_settings import (
     passwords_file,
     prepare_password,
 )
-from infra.services.process import ManagedProcess, group_alive, port_open, wait_until
+from infra.services.proc_facts import group_alive
+from infra.services.process import ManagedProcess, port_open, wait_until
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError

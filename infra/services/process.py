@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.services.proc_facts import pid_alive, start_time, stat_fields
+
 _PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
 
@@ -167,7 +169,7 @@ def _marker(argv: Sequence[str]) -> str:
 def _owned(pid: int, pid_file: Path) -> bool:
     """``pid`` is the process this PID file recorded: alive, no kernel thread, same start time and
     the marker on its command line. A legacy file without a start time needs the marker itself."""
-    fields = _stat(pid) if pid > 1 else []
+    fields = stat_fields(pid) if pid > 1 else []
     if len(fields) < 20 or fields[0] == "Z" or int(fields[6]) & _PF_KTHREAD:
         return False
     try:
@@ -182,42 +184,6 @@ def _owned(pid: int, pid_file: Path) -> bool:
     # an empty command line with the recorded start time is our process between fork and exec
     # (e.g. spark-submit's scripts exec'ing java), not a reused PID
     return recorded == fields[19] and (not cmdline.strip() or marker in cmdline)
-
-
-def start_time(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks after boot (``/proc/<pid>/stat`` field 22); None if gone."""
-    fields = _stat(pid)
-    return fields[19] if len(fields) > 19 else None
-
-
-def _stat(pid: int | str) -> list[str]:
-    """Fields of ``/proc/<pid>/stat`` after the command name: [state, ppid, pgrp, ...]; [] if gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return []
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    fields = _stat(pid)  # a zombie is not alive
-    return bool(fields) and fields[0] != "Z"
-
-
-def group_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in process group ``pgid``. ``killpg(pgid, 0)``
-    is not enough: an exited group leader that its starter has not reaped yet still answers it."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(entry.name)
-            if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-                return True
-    return False
 
 
 def _signal(pid: int, sig: int, group: bool) -> None:

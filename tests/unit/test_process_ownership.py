@@ -225,7 +225,7 @@ def test_a_stop_leaves_the_pid_file_of_a_start_that_came_after(tmp_path: Path) -
     ``status`` and ``stop``. The test writes that start's file under the start lock, as ``start`` does."""
     import threading
 
-    from infra.services.process import start_time
+    from infra.services.proc_facts import start_time
 
     proc = ManagedProcess("job", tmp_path / "run", tmp_path / "logs")
     first = proc.start([sys.executable, "-c", "import time; time.sleep(120)", "first-job"])
