@@ -170,12 +170,13 @@ def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], t
              prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
     """Switch back to the version that was active before the last replay switch. That version froze
     at the switch, so it first catches up from its own checkpoint like a replay (never a view on a
-    stale table), under the same lock."""
-    if recorded_previous_version(cfg, p.name) is None:
-        raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
+    stale table), under the same lock, which is taken first: a replay under way is named as such. ``prepare``
+    runs once the rollback is known to be possible."""
     with switch_lock(cfg, p):
-        prepare()
         previous, active = recorded_previous_version(cfg, p.name), active_version(cfg, p.name)
-        if previous is None or previous == active:  # None: the record vanished since the check above
+        if previous is None:
+            raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
+        if previous == active:
             raise TidewaterError(f"replay: v{active} of {p.name} is already active; nothing to roll back to")
+        prepare()
         return catch_up_and_switch(cfg, p, previous, active, None, refresh, timeout)

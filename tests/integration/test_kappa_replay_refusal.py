@@ -51,12 +51,14 @@ def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: 
     assert not list((cfg.data_dir / "run").glob("replay-*.pid"))
 
 
-def test_a_second_replay_is_refused_before_spark(stack: TidewaterConfig) -> None:
+@pytest.mark.parametrize("rollback", [False, True])
+def test_a_second_replay_is_refused_before_spark(stack: TidewaterConfig, rollback: bool) -> None:
     """While a replay or rollback holds the switch lock, another ``tidewater replay`` (a real CLI process)
     is refused in one line, exit 2, before it starts a JVM (whose start prints a warning on stderr: there is
     none) and without changing the active version. Before, it started Spark first (10-14 s) and then named
     only the lock file. The CLI now starts Spark under that lock, so a replay started a second after another
-    is refused the same way (tried on the demo stack)."""
+    is refused the same way (tried on the demo stack). A rollback is refused the same way (before, one
+    during a first replay said there was no previous version)."""
     import subprocess
     import sys
 
@@ -68,8 +70,8 @@ def test_a_second_replay_is_refused_before_spark(stack: TidewaterConfig) -> None
     ensure_topic(cfg, "sensor-readings")  # past the history check, to the lock
     before = active_version(cfg, "sensor_readings")
     with exclusive(cfg, switch_lock_name("sensor_readings"), wait_seconds=0):  # as a replay under way holds it
-        out = subprocess.run([sys.executable, "-m", "tidewater.cli", "replay", "sensor_readings"], capture_output=True,
-                             text=True, timeout=120)
+        out = subprocess.run([sys.executable, "-m", "tidewater.cli", "replay", "sensor_readings",
+                              *(["--rollback"] if rollback else [])], capture_output=True, text=True, timeout=120)
     assert out.returncode == TidewaterError.EXIT_CODE, out.stdout + out.stderr
     assert out.stderr.strip().splitlines() == [
         "tidewater: replay: a replay or rollback of sensor_readings is already running; wait for it to finish (it "
