@@ -68,6 +68,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
 
     from spark_jobs.batch_dedup import first_copies
     from spark_jobs.batch_increment import incremental_rows
+    from spark_jobs.io.delta_io import replace_rows
     from spark_jobs.transforms import incremental
 
     started = time.monotonic()
@@ -103,8 +104,10 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
         increment.cached.append(new_events)
         upserts, deletes, way, release = increment.upserts, increment.deletes, increment.way, increment.release
     staging = naming.staging_table("batch", p.name)
-    (staging_rows(p, upserts, deletes, run_id, version).write.format("delta").mode("overwrite")
-     .option("overwriteSchema", "true").saveAsTable(staging))  # a definition's new aggregates: new columns
+    # an overwrite by position, or with the schema when a definition's new aggregates made new columns (a
+    # replace of the table took 0.15-0.4 s more per run at 100M bronze events, stop 68)
+    replace_rows(spark, staging_rows(p, upserts, deletes, run_id, version), staging,
+                 contracts.batch_staging(p).column_names)
     release()  # the frames cached on the way
     steps.done(f"{way} windows")
     counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)

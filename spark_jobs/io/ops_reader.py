@@ -15,6 +15,7 @@ from urllib.parse import unquote
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
 
 
 def table_path(cfg: TidewaterConfig, table: str) -> Path:
@@ -95,17 +96,30 @@ def table_properties(path: Path) -> dict[str, str]:
     return dict(configuration) if isinstance(configuration, dict) else {k: v for k, v in configuration}
 
 
+def _logical_file(entry: dict[str, Any]) -> tuple[str, tuple[Any, ...] | None]:
+    """A logical file of the Delta protocol: its path and its deletion vector's id. A MERGE that marks rows
+    removes ``(path, old vector)`` and adds ``(path, new vector)`` in one commit, in either order."""
+    dv = entry.get("deletionVector")
+    return entry["path"], (dv.get("storageType"), dv.get("pathOrInlineDv"), dv.get("offset")) if dv else None
+
+
 def live_files(path: Path) -> list[Path]:
-    files: dict[str, bool] = {}
+    """The data files of the table's current version. Fails closed on a file with a deletion vector: its
+    rows are not all live, and the callers read every row of a file (``read_rows``) or need none."""
+    files: dict[tuple[str, Any], bool] = {}
 
     def on_action(action: dict[str, Any]) -> None:
         if "add" in action:
-            files[action["add"]["path"]] = True
+            files[_logical_file(action["add"])] = True
         elif "remove" in action:
-            files.pop(action["remove"]["path"], None)
+            files.pop(_logical_file(action["remove"]), None)
 
     _replay_log(path, on_action)
-    return [path / unquote(f) for f in files]
+    marked = sum(1 for _, dv in files if dv is not None)
+    if marked:
+        raise TidewaterError(f"ops_reader: {marked} live file(s) of {path} have deletion vectors; read that table "
+                             "with Spark, which applies them")
+    return [path / unquote(f) for f, _ in files]
 
 
 def txn_versions(path: Path) -> dict[str, int]:

@@ -433,14 +433,16 @@ def test_table_properties_read_from_the_log_are_what_spark_lists(spark: SparkSes
     assert table_properties(path) == {}
 
 
-def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession) -> None:
+def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession, cfg: TidewaterConfig) -> None:
     """No auto compaction on the commit path (stop 68): after an incremental MERGE it rewrote every file the
     MERGE had marked, the whole table (3.2-4.2 s per run at 100M bronze events). Not in the batch tables'
     properties, and off over the property of a table made before (it is on here): no OPTIMIZE commit after its
     writes and MERGEs, which still mark the rows they replace with deletion vectors."""
     from pyspark.sql import functions as F
 
+    from lakehouse.errors import TidewaterError
     from spark_jobs.io.delta_io import merge_changes
+    from spark_jobs.io.ops_reader import live_files, table_path
 
     assert "delta.autoOptimize.autoCompact" not in dict(contracts.MERGED)
     table = "batch.compaction_probe"
@@ -448,6 +450,8 @@ def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession) -> No
     spark.sql(f"CREATE TABLE {table} (k INT, v INT) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', "
               "'delta.autoOptimize.autoCompact' = 'true')")
     spark.range(0, 4000, numPartitions=4).selectExpr("CAST(id AS INT) AS k", "0 AS v").write.insertInto(table)
+    path = table_path(cfg, table)
+    assert sorted(map(str, live_files(path))) == sorted(f.removeprefix("file:") for f in spark.table(table).inputFiles())
     for i in range(2):
         changes = spark.range(i, 4000, 97).selectExpr("CAST(id AS INT) AS k", f"{i + 1} AS v")
         merge_changes(spark, changes.withColumn("op", F.lit("upsert")), table, ["k"], ["k", "v"])
@@ -455,4 +459,6 @@ def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession) -> No
     assert [r["operation"] for r in history] == ["CREATE TABLE", "WRITE", "MERGE", "MERGE"]
     assert int(history[-1]["operationMetrics"]["numTargetDeletionVectorsAdded"]) > 0
     assert spark.table(table).where("v = 2").count() == len(range(1, 4000, 97))
+    with pytest.raises(TidewaterError, match="deletion vectors"):  # the Python log reader cannot apply them
+        live_files(path)
     spark.sql(f"DROP TABLE {table}")
