@@ -1,6 +1,6 @@
 """The batch DataFrames each suite validates (GX validates batch frames, never streaming ones).
 
-* most kinds: the Delta table as it is (a staging table keeps only its ``op = 'upsert'`` rows);
+* most kinds: the Delta table as it is (a staging table keeps only the rows it writes, not its deletes);
 * ``quarantine``: one row ``(bronze_rows, quarantine_rows, quarantine_rate)``;
 * ``serving_gap``: one row ``(cutoff, missing_windows)``, the windows that should be in the
   serving view (batch rows ending at or before the last published cutoff, speed rows of the active
@@ -37,7 +37,7 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline) -> Data
 
     df = spark.table(table)
     if "op" in df.columns:  # a staging table: deleted windows carry no values
-        df = df.where("op = 'upsert'")
+        df = df.where("op <> 'delete'")
     if kind == "bronze":
         return df
     types = dict(df.dtypes)

@@ -7,7 +7,7 @@ event time in the snapshot minus the pipeline's allowed lateness; only windows e
 before it are kept. Full mode stages every window; incremental mode (default, once a run has been
 published) stages only windows touched by bronze rows added since the last published run's
 version (Change Data Feed) or newly completed (see ``transforms.incremental``). The rows go to
-``batch.<p>__staging`` (``op`` = upsert | delete) and the run is recorded in ``ops.batch_runs``.
+``batch.<p>__staging`` (``op``: ``contracts.STAGED_OPS``) and the run is recorded in ``ops.batch_runs``.
 
 Publish (``batch_publish``): the staged rows into ``batch.<p>`` and the serving side, one transaction
 per table, so an interrupted run leaves the previous results intact; then the run's status and the
@@ -43,8 +43,8 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
 
     cols = contracts.batch_staging(p).columns
     meta = {"computed_at": F.current_timestamp(), "run_id": F.lit(run_id), "bronze_version": F.lit(version).cast("bigint")}
-    out = upserts.select(*(meta.get(c, F.col(c)).cast(t).alias(c) if c != "op" else F.lit("upsert").alias(c)
-                           for c, t in cols))
+    op = F.col("op") if "op" in upserts.columns else F.lit("upsert")  # a fold's rows say which it read
+    out = upserts.select(*(meta.get(c, F.col(c)).cast(t).alias(c) if c != "op" else op.alias(c) for c, t in cols))
     if deletes is not None:
         out = out.unionByName(deletes.select(*(
             F.col(c) if c in p.grain else F.lit("delete").alias(c) if c == "op"
@@ -112,7 +112,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
     steps.done(f"{way} windows")
     counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
-           "previous_bronze_version": previous, "cutoff": cutoff, "windows_written": counts.get("upsert", 0),
+           "previous_bronze_version": previous, "cutoff": cutoff,
+           "windows_written": sum(counts.get(op, 0) for op in contracts.WRITTEN_OPS),
            "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
            "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
     steps.done("counts")

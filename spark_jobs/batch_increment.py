@@ -77,7 +77,9 @@ def folded(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: D
     upserts = (fold.folded_windows(p, published, new_events, firsts)
                .where(F.col("window_end") <= ts_literal(old_cutoff)))
     recent = completed_since(p, snapshot, old_cutoff, new_cutoff, cached)
-    return Increment("fold", upserts if recent is None else upserts.unionByName(recent), None, cached)
+    if recent is not None:  # windows that completed since: not read from batch
+        upserts = upserts.unionByName(recent.withColumn("op", F.lit("upsert")))
+    return Increment("fold", upserts, None, cached)
 
 
 def recomputed(p: Pipeline, published: DataFrame, snapshot: DataFrame, changed: DataFrame,

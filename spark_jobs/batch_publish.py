@@ -22,7 +22,7 @@ from spark_jobs import batch_runs, definition_guard
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 LOCK_WAIT_SECONDS = 1800.0
@@ -38,14 +38,15 @@ def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     return exclusive(cfg, f"batch-{p.name}", LOCK_WAIT_SECONDS)
 
 
-def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_table: str, numbered: int,
-                 staged_here: bool = False) -> None:
+def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], speed_table: str,
+                 numbered: int, staged_here: bool = False) -> int:
     """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
     table's new content (full runs, which stage every window and no delete); each row with its served
     columns (``serving.served_select``: finality against ``speed_table``, the active speed version,
     ``as_of`` naming version ``numbered``, the one this commit is expected to get). ``staged_here``: the
     caller staged this run under the batch lock it still holds, so staging holds its rows (not checked:
-    a Spark job)."""
+    a Spark job). Returns the version the rows' ``as_of`` names: ``numbered``, or the next one when a MERGE
+    of updates only found a window gone and the run's rows were MERGEd again with an insert clause."""
     from spark_jobs.io.delta_io import merge_changes, replace_rows
     from spark_jobs.serving import served_select
 
@@ -54,12 +55,46 @@ def merge_staged(spark: SparkSession, p: Pipeline, run: dict[str, Any], speed_ta
     if run["windows_written"] and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
         raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
                              f"{run['run_id']}; stage a new run with 'tidewater batch {p.name} --stage-only'")
-    rows = spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})",
-                                   numbered, extra=", b.op"))
+    def rows(version: int) -> DataFrame:
+        return spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})", version,
+                                       extra=", b.op"))
+
     if run["mode"] == "full":
-        replace_rows(spark, rows.where("op = 'upsert'"), table, contracts.batch(p).column_names)
-    else:
-        merge_changes(spark, rows, table, p.grain, contracts.batch(p).column_names)
+        replace_rows(spark, rows(numbered).where("op <> 'delete'"), table, contracts.batch(p).column_names)
+        return numbered
+    ops = staged_ops(cfg, staging)
+    merge_changes(spark, rows(numbered), table, p.grain, contracts.batch(p).column_names, ops)
+    if "upsert" in ops or all_matched(cfg, table, numbered):
+        return numbered
+    merge_changes(spark, rows(numbered + 1), table, p.grain, contracts.batch(p).column_names)  # fail closed
+    return numbered + 1
+
+
+def staged_ops(cfg: TidewaterConfig, staging: str) -> tuple[str, ...]:
+    """The ``op`` values staging may hold (``contracts.STAGED_OPS``, in order), from the least and greatest in
+    its files' statistics; all of them when the statistics cannot tell."""
+    from spark_jobs.io.ops_reader import column_bounds, table_path
+
+    bounds = column_bounds(table_path(cfg, staging), "op")
+    if bounds is None:
+        return contracts.STAGED_OPS
+    return tuple(op for op in contracts.STAGED_OPS if bounds[0] <= op <= bounds[1])
+
+
+def all_matched(cfg: TidewaterConfig, table: str, numbered: int) -> bool:
+    """Whether the MERGE of updates (and deletes) that wrote ``table`` after version ``numbered - 1`` found
+    a row for each of its source rows (its commit's metrics); if not, a window the run had read from the
+    table is gone, and its row must be inserted."""
+    from spark_jobs.io.delta_io import commit_info, write_version_after
+    from spark_jobs.io.ops_reader import table_path
+
+    path = table_path(cfg, table)
+    metrics = commit_info(path, write_version_after(path, numbered - 1)).get("operationMetrics") or {}
+    try:
+        return (int(metrics["numTargetRowsUpdated"]) + int(metrics.get("numTargetRowsDeleted", 0))
+                == int(metrics["numSourceRows"]))
+    except (KeyError, ValueError):
+        return False
 
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
@@ -113,7 +148,7 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     contracts.ensure(spark, speed)
     add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
     numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
-    merge_staged(spark, p, run, speed.name, numbered, staged_here)
+    numbered = merge_staged(spark, cfg, p, run, speed.name, numbered, staged_here)
     steps.done("batch rows")
     if not run["windows_written"] and not run["windows_deleted"]:
         return  # no row to label: a first (full) run of no complete window overwrote an empty table, no commit

@@ -91,16 +91,21 @@ def merge_upsert(spark: SparkSession, df: DataFrame, table: str, keys: Sequence[
 
 
 def merge_changes(spark: SparkSession, changes: DataFrame, table: str, keys: Sequence[str],
-                  columns: Sequence[str]) -> None:
-    """Apply staged changes in one MERGE: rows with ``op = 'upsert'`` replace or insert ``columns``,
-    rows with ``op = 'delete'`` remove their match (a full recompute replaces the table: ``replace_rows``)."""
+                  columns: Sequence[str], ops: Sequence[str] = ("delete", "update", "upsert")) -> None:
+    """Apply staged changes in one MERGE: rows with ``op = 'upsert'`` or ``'update'`` replace or insert
+    ``columns``, rows with ``op = 'delete'`` remove their match (a full recompute replaces the table:
+    ``replace_rows``). ``ops``: the ops ``changes`` may hold; without ``upsert`` (an ``update`` row's match
+    exists), the MERGE has no insert clause, and joins the table's rows to the changes only, not both ways."""
     from delta.tables import DeltaTable
 
     values: dict[str, Any] = {f"`{c}`": f"s.`{c}`" for c in columns}
-    (DeltaTable.forName(spark, table).alias("t").merge(changes.alias("s"), key_condition(keys))
-     .whenMatchedDelete(condition="s.op = 'delete'")
-     .whenMatchedUpdate(condition="s.op = 'upsert'", set=values)
-     .whenNotMatchedInsert(condition="s.op = 'upsert'", values=values).execute())
+    merge = DeltaTable.forName(spark, table).alias("t").merge(changes.alias("s"), key_condition(keys))
+    if "delete" in ops:
+        merge = merge.whenMatchedDelete(condition="s.op = 'delete'")
+    merge = merge.whenMatchedUpdate(condition="s.op <> 'delete'", set=values)
+    if "upsert" in ops:
+        merge = merge.whenNotMatchedInsert(condition="s.op <> 'delete'", values=values)
+    merge.execute()
 
 
 def replace_rows(spark: SparkSession, rows: DataFrame, table: str, columns: list[str]) -> None:

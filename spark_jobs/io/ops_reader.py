@@ -103,23 +103,45 @@ def _logical_file(entry: dict[str, Any]) -> tuple[str, tuple[Any, ...] | None]:
     return entry["path"], (dv.get("storageType"), dv.get("pathOrInlineDv"), dv.get("offset")) if dv else None
 
 
-def live_files(path: Path) -> list[Path]:
-    """The data files of the table's current version. Fails closed on a file with a deletion vector: its
-    rows are not all live, and the callers read every row of a file (``read_rows``) or need none."""
-    files: dict[tuple[str, Any], bool] = {}
+def _live_adds(path: Path) -> dict[tuple[str, Any], dict[str, Any]]:
+    """The ``add`` action of every logical file of the table's current version."""
+    files: dict[tuple[str, Any], dict[str, Any]] = {}
 
     def on_action(action: dict[str, Any]) -> None:
         if "add" in action:
-            files[_logical_file(action["add"])] = True
+            files[_logical_file(action["add"])] = action["add"]
         elif "remove" in action:
             files.pop(_logical_file(action["remove"]), None)
 
     _replay_log(path, on_action)
+    return files
+
+
+def live_files(path: Path) -> list[Path]:
+    """The data files of the table's current version. Fails closed on a file with a deletion vector: its
+    rows are not all live, and the callers read every row of a file (``read_rows``) or need none."""
+    files = _live_adds(path)
     marked = sum(1 for _, dv in files if dv is not None)
     if marked:
         raise TidewaterError(f"ops_reader: {marked} live file(s) of {path} have deletion vectors; read that table "
                              "with Spark, which applies them")
     return [path / unquote(f) for f, _ in files]
+
+
+def column_bounds(path: Path, column: str) -> tuple[Any, Any] | None:
+    """The least and greatest value of ``column`` in the table's live files, from their statistics (strings
+    longer than 32 characters are cut there); None when a file has no statistics of it (or none has rows)."""
+    lows, highs = [], []
+    for add in _live_adds(path).values():
+        stats = json.loads(add.get("stats") or "{}")
+        if not stats.get("numRecords"):
+            continue
+        low, high = stats.get("minValues", {}).get(column), stats.get("maxValues", {}).get(column)
+        if low is None or high is None:
+            return None
+        lows.append(low)
+        highs.append(high)
+    return (min(lows), max(highs)) if lows else None
 
 
 def txn_versions(path: Path) -> dict[str, int]:

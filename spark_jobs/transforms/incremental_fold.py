@@ -89,8 +89,9 @@ def as_partials(p: Pipeline, published: DataFrame) -> DataFrame:
     return published.select(*cols, "max_event_time")
 
 
-def combined(p: Pipeline, partials: DataFrame) -> DataFrame:
-    """Partials of disjoint event sets -> one row per window, in ``windowed_aggregate``'s columns."""
+def combined(p: Pipeline, partials: DataFrame, *more: Column) -> DataFrame:
+    """Partials of disjoint event sets -> one row per window, in ``windowed_aggregate``'s columns (and
+    the aggregates ``more``)."""
     from pyspark.sql import functions as F
 
     aggs: list[Column] = []
@@ -101,13 +102,14 @@ def combined(p: Pipeline, partials: DataFrame) -> DataFrame:
             aggs.append((F.sum(f"_sum_{a.name}") / F.sum(f"_n_{a.name}")).alias(a.name))
         else:
             aggs.append(getattr(F, a.fn)(a.name).alias(a.name))
-    return partials.groupBy(*p.grain).agg(*aggs, F.max("max_event_time").alias("max_event_time"))
+    return partials.groupBy(*p.grain).agg(*aggs, F.max("max_event_time").alias("max_event_time"), *more)
 
 
 def folded_windows(p: Pipeline, published: DataFrame, new_events: DataFrame, firsts: DataFrame) -> DataFrame:
     """Every window a new event falls into (first copy or not), with its published value combined
     with the partials of the new first copies. A window that only repeated ids fall into keeps its
-    published value (rewritten, as a recompute would)."""
+    published value (rewritten, as a recompute would). ``op``: ``update`` for a window read from
+    ``published``, else ``upsert`` (``contracts.STAGED_OPS``)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms.incremental import touched_windows
@@ -115,4 +117,7 @@ def folded_windows(p: Pipeline, published: DataFrame, new_events: DataFrame, fir
     added = new_first_copies(p, new_events, firsts).transform(partial_aggregate(p))
     touched = F.broadcast(touched_windows(p, new_events))
     old = as_partials(p, published.join(touched, list(p.grain), "left_semi"))
-    return combined(p, old.unionByName(added.select(*old.columns)))
+    read = F.lit(True).alias("_read")
+    windows = combined(p, old.select("*", read).unionByName(added.select(*old.columns, (~read).alias("_read"))),
+                       F.max("_read").alias("_read"))
+    return windows.select("*", F.when(F.col("_read"), "update").otherwise("upsert").alias("op")).drop("_read")
