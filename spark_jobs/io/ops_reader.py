@@ -133,8 +133,10 @@ def column_bounds(path: Path, column: str) -> tuple[Any, Any] | None:
     longer than 32 characters are cut there); None when a file has no statistics of it (or none has rows)."""
     lows, highs = [], []
     for add in _live_adds(path).values():
-        stats = json.loads(add.get("stats") or "{}")
-        if not stats.get("numRecords"):
+        stats = json.loads(add.get("stats") or "null")
+        if not isinstance(stats, dict) or "numRecords" not in stats:
+            return None  # a file without statistics could hold any value
+        if not stats["numRecords"]:
             continue
         low, high = stats.get("minValues", {}).get(column), stats.get("maxValues", {}).get(column)
         if low is None or high is None:

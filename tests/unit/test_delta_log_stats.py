@@ -70,3 +70,45 @@ def test_commit_info_is_read_from_the_commit_file(tmp_path: Path) -> None:
     assert commit_info(table, 1)["operationMetrics"]["numOutputRows"] == "264000"
     assert commit_operation(table, 1) == "CREATE OR REPLACE TABLE AS SELECT"
     assert commit_info(table, 2) == {} and commit_operation(table, 2) is None
+
+
+def _op_file(path: str, n: int, low: str | None, high: str | None, dv: str | None = None) -> dict:
+    stats: dict = {"numRecords": n}
+    if low is not None:
+        stats.update(minValues={"op": low}, maxValues={"op": high})
+    add: dict = {"path": path, "dataChange": True, "stats": json.dumps(stats)}
+    if dv:
+        add["deletionVector"] = {"storageType": "u", "pathOrInlineDv": dv, "offset": 1, "sizeInBytes": 34, "cardinality": 1}
+    return {"add": add}
+
+
+def test_column_bounds_over_live_files_and_none_when_a_file_cannot_tell(tmp_path: Path) -> None:
+    """What ``batch_publish.staged_ops`` reads: a file without statistics of the column (or none at all)
+    makes the answer unknown, not narrower; an empty file does not count."""
+    from spark_jobs.io.ops_reader import column_bounds
+
+    table = _log(tmp_path / "t", {
+        0: [{"metaData": {}}, _op_file("a", 4, "update", "update"), _op_file("e", 0, None, None)],
+        1: [{"remove": {"path": "z"}}, _op_file("b", 2, "delete", "update")],
+    })
+    assert column_bounds(table, "op") == ("delete", "update")
+    no_stats = _log(tmp_path / "u", {0: [{"add": {"path": "a", "dataChange": True}}, _op_file("b", 2, "update", "upsert")]})
+    assert column_bounds(no_stats, "op") is None
+    other = _log(tmp_path / "v", {0: [_op_file("a", 3, None, None)]})
+    assert column_bounds(other, "op") is None
+
+
+def test_live_files_follow_deletion_vectors_and_refuse_them(tmp_path: Path) -> None:
+    """A MERGE with deletion vectors removes (path, old vector) and adds (path, new vector) in one commit, in
+    either order: the file stays live. Its rows are not all live, so ``live_files`` refuses to list it."""
+    from lakehouse.errors import TidewaterError
+    from spark_jobs.io.ops_reader import live_files
+
+    table = _log(tmp_path / "t", {
+        0: [_op_file("a", 4, "update", "update"), _op_file("b", 4, "update", "update")],
+        1: [_op_file("b", 4, "update", "update", dv="dv1"), {"remove": {"path": "b"}}],
+    })
+    with pytest.raises(TidewaterError, match="1 live file.*deletion vectors"):
+        live_files(table)
+    plain = _log(tmp_path / "u", {0: [_op_file("a", 1, "x", "x"), _op_file("b", 1, "x", "x")], 1: [{"remove": {"path": "b"}}]})
+    assert live_files(plain) == [plain / "a"]
