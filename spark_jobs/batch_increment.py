@@ -50,7 +50,9 @@ def ids_in_range_of(p: Pipeline, events: DataFrame, rows: DataFrame) -> DataFram
 def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_cutoff: datetime,
                     cached: list[DataFrame]) -> DataFrame | None:
     """Windows ending after the last run's cutoff and by this one's, from the events of that time
-    range (first copies among all of bronze); None when the cutoff did not move."""
+    range (first copies among all of bronze); None when the cutoff did not move. Such a window holds
+    events from ``old_cutoff - size`` until before ``new_cutoff``: the events after it (the allowed
+    lateness, two thirds of them with a 1-minute window and 2 minutes of lateness) are not read."""
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms import incremental
@@ -59,7 +61,8 @@ def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_
     if new_cutoff <= old_cutoff:
         return None
     since = incremental.ts_literal(old_cutoff - timedelta(seconds=p.window.size_seconds))
-    recent = snapshot.where(F.col("event_time") >= since).persist()
+    until = incremental.ts_literal(new_cutoff)
+    recent = snapshot.where((F.col("event_time") >= since) & (F.col("event_time") < until)).persist()
     cached.append(recent)
     firsts = incremental.first_copies_among(p, recent, ids_in_range_of(p, snapshot, recent))
     end = F.col("window_end")

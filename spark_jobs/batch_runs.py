@@ -28,8 +28,25 @@ def now() -> datetime:
 
 
 def runs(spark: SparkSession, pipeline: str) -> list[dict[str, Any]]:
-    rows = spark.table(TABLE).where(f"pipeline = '{pipeline}'").collect()
-    return current_runs([r.asDict() for r in rows])
+    """The pipeline's runs (``current_runs``), as ``collect()`` returns them: read from the table's log and
+    live files without a Spark job (one took 0.25-0.5 s of each incremental run at 100M bronze events,
+    stop 69), or with Spark when those cannot be read so (a file with a deletion vector, not a local table)."""
+    rows = rows_from_log(spark)
+    if rows is None:
+        return current_runs([r.asDict() for r in spark.table(TABLE).where(f"pipeline = '{pipeline}'").collect()])
+    return current_runs([as_read(r) for r in rows if r["pipeline"] == pipeline])
+
+
+def rows_from_log(spark: SparkSession) -> list[dict[str, Any]] | None:
+    """Every row of the table, instants as aware UTC datetimes; None when the log reader cannot tell."""
+    from spark_jobs.io.delta_io import table_log_dir
+    from spark_jobs.io.ops_reader import rows_of
+
+    log = table_log_dir(spark, TABLE)
+    try:
+        return None if log is None else rows_of(log.parent, utc=True)
+    except TidewaterError:  # deletion vectors: Spark applies them
+        return None
 
 
 def current_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ to find the live Parquet files and reads them with pyarrow.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -162,7 +162,13 @@ def read_rows(cfg: TidewaterConfig, table: str, columns: list[str] | None = None
     """The rows of an unpartitioned ``ops.*`` table, from its live files (``columns``: only those). One
     file at a time (``ParquetFile``, not ``read_table``, whose dataset layer imports pandas: about 1 s of a
     command's start on 2 cores). Spark's timestamps come back as pandas ``Timestamp``s (nanoseconds)."""
-    files = live_files(table_path(cfg, table))
+    return rows_of(table_path(cfg, table), columns)
+
+
+def rows_of(path: Path, columns: list[str] | None = None, utc: bool = False) -> list[dict[str, Any]]:
+    """``read_rows`` of the table at ``path``; with ``utc``, its instants as aware UTC ``datetime``s (Spark
+    writes a timestamp as a UTC instant: INT96, which pyarrow reads as naive, or adjusted to UTC)."""
+    files = live_files(path)
     if not files:
         return []
     import pyarrow.parquet as pq
@@ -170,7 +176,14 @@ def read_rows(cfg: TidewaterConfig, table: str, columns: list[str] | None = None
     rows: list[dict[str, Any]] = []
     for f in files:
         rows.extend(pq.ParquetFile(f).read(columns=columns).to_pylist())
-    return rows
+    return [{k: _utc(v) for k, v in row.items()} for row in rows] if utc else rows
+
+
+def _utc(value: Any) -> Any:
+    if not isinstance(value, datetime):
+        return value
+    value = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def latest_progress(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None

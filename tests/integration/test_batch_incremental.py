@@ -192,6 +192,11 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     with pytest.raises(NothingToDo, match=f"superseded by run {newer['run_id']} \\(published\\), staged after it;"):
         batch_publish.publish(spark, cfg, p, older["run_id"])
     statuses = {r["run_id"]: r["status"] for r in batch_runs.runs(spark, p.name)}
+    # the runs as read from the table's log and files are the runs Spark reads, value for value
+    by_spark = batch_runs.current_runs([r.asDict() for r in spark.table("ops.batch_runs").collect()
+                                        if r["pipeline"] == p.name])
+    assert batch_runs.runs(spark, p.name) == by_spark and len(by_spark) == len(statuses) >= 7
+    assert batch_runs.rows_from_log(spark) is not None  # read so, not by the Spark fallback
     assert all(statuses[r["run_id"]] == "published" for r in (first, second, third, full, again, newer))
     assert statuses[older["run_id"]] == "superseded"
     # the run log: one row per run and status it reached, appended

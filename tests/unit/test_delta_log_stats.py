@@ -112,3 +112,23 @@ def test_live_files_follow_deletion_vectors_and_refuse_them(tmp_path: Path) -> N
         live_files(table)
     plain = _log(tmp_path / "u", {0: [_op_file("a", 1, "x", "x"), _op_file("b", 1, "x", "x")], 1: [{"remove": {"path": "b"}}]})
     assert live_files(plain) == [plain / "a"]
+
+
+def test_rows_of_gives_spark_instants_as_aware_utc_whatever_the_parquet_type(tmp_path: Path) -> None:
+    """``batch_runs.runs`` reads ``ops.batch_runs`` this way (no Spark job): Spark writes a timestamp as INT96,
+    which pyarrow reads as a naive value, or as microseconds adjusted to UTC; both are the same UTC instant."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spark_jobs.io.ops_reader import rows_of
+
+    at = datetime(2026, 3, 29, 1, 30, 15, 123456, tzinfo=UTC)
+    table = _log(tmp_path / "t", {0: [{"add": {"path": "int96.parquet", "dataChange": True}},
+                                      {"add": {"path": "micros.parquet", "dataChange": True}}]})
+    naive = pa.table({"run": ["a"], "at": pa.array([at.replace(tzinfo=None)], pa.timestamp("us"))})
+    pq.write_table(naive, table / "int96.parquet", use_deprecated_int96_timestamps=True)
+    pq.write_table(pa.table({"run": ["b"], "at": pa.array([at], pa.timestamp("us", tz="UTC"))}), table / "micros.parquet")
+    rows = sorted(rows_of(table, utc=True), key=lambda r: r["run"])
+    assert rows == [{"run": "a", "at": at}, {"run": "b", "at": at}]
+    assert all(type(r["at"]) is datetime for r in rows)
+    assert [r["run"] for r in rows_of(table, ["run"])] in (["a", "b"], ["b", "a"])
