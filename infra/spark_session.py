@@ -62,6 +62,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
     from infra.jvm_archive import java_options
     from infra.local_fs import no_fork_settings
     from infra.services import metastore
+    from lakehouse.jvm_options import driver_flags
 
     db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
     hive_extras = sorted(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))  # infra/maven/hive/pom.xml
@@ -77,7 +78,8 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         "spark.jars": ",".join(jars),
         "spark.driver.extraClassPath": os.pathsep.join(class_path),
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{LOG4J2_CONFIG}",
-                                                   utc.JVM_FLAG, *cfg.jvm_flags,
+                                                   utc.JVM_FLAG, *(driver_flags(cfg.jvm_flags) if role == "driver"
+                                                                   else cfg.jvm_flags),
                                                    *java_options(role, require_java(), [*class_path, *jars])]),
         "spark.executor.extraJavaOptions": utc.JVM_FLAG,
         "spark.driver.memory": cfg.spark.driver_memory,
@@ -107,6 +109,9 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
+        # toPandas (the quality gate's in-memory frames) through Arrow: 16,636 staged windows in 0.1-0.4 s,
+        # not 0.5 s of rows converted one by one in Python (stop 70); a type Arrow lacks falls back
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Spark keeps 100 compiled classes by default, keyed by code AND class loader (the driver's and
         # the executor's count apart); a speed job's micro-batches use more, so each evicted and compiled
         # again code it had compiled before: 56 of a speed job's first 192 compilations

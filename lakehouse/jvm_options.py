@@ -11,6 +11,12 @@ import shlex
 CODE_CACHE_FLAG = "-XX:ReservedCodeCacheSize=240m"
 _C1_ONLY = re.compile(r"^-XX:TieredStopAtLevel=[0-3]$")
 _GC_CHOICE = re.compile(r"^-XX:\+Use\w+GC$")  # -XX:+UseSerialGC, -XX:+UseParallelGC, -XX:+UseG1GC, ...
+# The collector of a Spark driver that Tidewater starts (batch, job service, CLI, speed jobs), unless
+# ``jvm_options`` chooses one. G1, the JVM's default, costs its barriers on every task and concurrent
+# marking threads beside them; with 2 cores, the parallel collector ran warm incremental batch rounds at
+# 100M bronze events in 9.2-11.0 s against G1's 10.2-12.4 s, and a JVM's first round in 25.9 s against
+# 35.6 s (stop 70, benchmarks/README.md). The tests have run every JVM with it since stop 42.
+DRIVER_COLLECTOR = "-XX:+UseParallelGC"
 
 
 def jvm_flags(options: str) -> list[str]:
@@ -26,3 +32,8 @@ def selects_gc(flags: list[str]) -> bool:
     """True if ``flags`` choose a garbage collector: a JVM given a second choice refuses to start
     ("Conflicting collector combinations"), so a JVM's own default choice must then be left out."""
     return any(_GC_CHOICE.match(f) for f in flags)
+
+
+def driver_flags(flags: list[str]) -> list[str]:
+    """``flags`` for a Spark driver: with ``DRIVER_COLLECTOR`` first unless they choose a collector."""
+    return flags if selects_gc(flags) else [DRIVER_COLLECTOR, *flags]

@@ -206,3 +206,30 @@ def test_c1_only_jvms_keep_the_tiered_code_cache(options: str, flags: list[str])
     from lakehouse.jvm_options import jvm_flags
 
     assert jvm_flags(options) == flags
+
+
+@pytest.mark.parametrize(("options", "flags"), [
+    ("", ["-XX:+UseParallelGC"]),
+    ("-Xss4m", ["-XX:+UseParallelGC", "-Xss4m"]),
+    ("-XX:+UseG1GC", ["-XX:+UseG1GC"]),
+    ("-XX:+UseSerialGC -Xss4m", ["-XX:+UseSerialGC", "-Xss4m"]),
+])
+def test_a_spark_driver_takes_the_parallel_collector_unless_jvm_options_choose_one(options: str,
+                                                                                  flags: list[str]) -> None:
+    from lakehouse.jvm_options import driver_flags, jvm_flags
+
+    assert driver_flags(jvm_flags(options)) == flags
+
+
+def test_drivers_get_the_driver_collector_and_the_thrift_server_keeps_the_jvms_own(tmp_path: Path) -> None:
+    """One collector per JVM: a second choice stops it from starting."""
+    from infra.spark_session import session_conf
+
+    def collectors(role: str, env: dict[str, str]) -> list[str]:
+        cfg = load_config(_write(tmp_path, "{}"), env=env)
+        options = session_conf(cfg, "t", role=role)["spark.driver.extraJavaOptions"].split()
+        return [f for f in options if f.startswith("-XX:+Use") and f.endswith("GC")]
+
+    assert collectors("driver", {}) == ["-XX:+UseParallelGC"]
+    assert collectors("thrift", {}) == []
+    assert collectors("driver", {"TIDEWATER_JVM_OPTIONS": "-XX:+UseG1GC"}) == ["-XX:+UseG1GC"]
