@@ -8,6 +8,8 @@ per sensor, count/avg/min/max) over the same live Parquet files of the bronze sn
 table must equal DuckDB's result for every window ending at or before the run's cutoff.
 Late data: ~1% of the windows each get one more event (an old event time, new event id), in each of
 ``sizes.incremental_rounds`` incremental runs; the reconciliation ledger that follows each publish is timed apart.
+At full size, the last ``sizes.steady_rounds`` of them are the long-running service's steady state, against the
+faster of the warm full run and one more full run after them (``benchmarks.steady_state``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from benchmarks import fill
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
+from benchmarks.steady_state import steady_state
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
@@ -192,8 +195,16 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                   "bare_pyspark with Tidewater's dedup/full (the overhead of staging, gate and publish)":
                       ratio(same_dedup_s[-1], full_s),
                   "bare_pyspark/full with its ledger": ratio(bare_s, full_s + full_steps["ledger"])}
+    if sizes.steady_rounds:  # a full run in the JVM after the incremental rounds: the steady state's other side
+        after, after_steps = timed_run(spark, cfg, p, full=True)
+        res.add_checks(compare_with_duckdb(spark, con, work, after["cutoff"], "full run after the incremental rounds"))
+        steady = steady_state([x["seconds"] for x in rounds], sizes.steady_rounds,
+                              [full_s, recompute_seconds(after_steps)])
+        res.metrics["steady_state"] = {**steady, "full_after_steps_s": after_steps}
+        res.ratios["incremental/full (steady state: median of the last rounds / fastest warm full run)"] = steady["ratio"]
     res.settings = {"bronze_events_generated": n, "late_events_per_round": late, "late_windows_share": sizes.late_fraction,
-                    "incremental_rounds": sizes.incremental_rounds, "duckdb_threads": 2, "spark.master": cfg.spark.master}
+                    "incremental_rounds": sizes.incremental_rounds,
+                    "steady_rounds": sizes.steady_rounds, "duckdb_threads": 2, "spark.master": cfg.spark.master}
     res.notes.append("the bare job's dedup is a row number over each id's copies (what a PySpark user writes); a full"
                      " run ranks only the copies of repeated ids (spark_jobs.batch_dedup; this bronze has none). The"
                      " bare job with Tidewater's dedup (with_tidewater_dedup_rounds_s) shows the cost of staging, gate"
@@ -204,7 +215,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                      " step: a run's seconds are stage + quality gate + publish (until its windows are served); the"
                      " reconciliation ledger that follows publish is timed apart (steps_s.ledger). DuckDB timed on the"
                      " query over the live bronze files. Incremental: round 1 is the JVM's first incremental run, rounds"
-                     " 2+ run warm, as in the long-running job service")
+                     " 2+ run warm, as in the long-running job service; the steady state (full size) is the median of the last"
+                     " rounds, once the JIT has compiled Spark's planning code, against the faster warm full run")
     context["bronze_events"] = full["events_read"]
     con.close()
     return res.finish()
