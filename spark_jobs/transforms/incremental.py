@@ -20,7 +20,7 @@ against the copies of its own id anywhere in bronze (``first_copies_among``).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline, duration_seconds
@@ -35,6 +35,13 @@ BUCKET = "_bucket"
 def bucket_seconds(p: Pipeline) -> int:
     """Width of the event buckets: the slide of a sliding window, else the window size."""
     return duration_seconds(str(p.window.slide)) if p.window.type == "sliding" else p.window.size_seconds
+
+
+def window_ends_between(p: Pipeline, after: datetime, until: datetime) -> bool:
+    """Whether a tumbling or sliding window of ``p`` can end in ``(after, until]``: windows start and end on
+    whole buckets since the epoch (Spark's ``window``, no start offset), so only if a bucket ends there (pure)."""
+    step, epoch = timedelta(seconds=bucket_seconds(p)), datetime(1970, 1, 1, tzinfo=UTC)
+    return (until.astimezone(UTC) - epoch) // step > (after.astimezone(UTC) - epoch) // step
 
 
 def bucket_of(p: Pipeline, ts: Column) -> Column:

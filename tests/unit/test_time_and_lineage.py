@@ -126,3 +126,28 @@ def test_ingest_floors_never_skip_a_record_of_a_micro_batch_cut_between_its_two_
     assert lineage.ingest_floors({"0": 101}, {"0": 51}) == {"ingest": {"0": 101}, "quarantine": {"0": 101}}
     assert lineage.ingest_floors(None, None) == {"ingest": None, "quarantine": None}
     assert lineage.ingest_floors(None, {"2": 7}) == {"ingest": None, "quarantine": {"2": 7}}
+
+
+def test_a_window_ends_between_two_cutoffs_only_across_a_slide_boundary() -> None:
+    """An incremental run looks for newly completed windows only when one can have ended since the last
+    cutoff: tumbling windows end on whole sizes since the epoch, sliding ones on whole slides, whatever the
+    zone the cutoffs are given in (the boundary is an instant). A cutoff on a boundary counts the window
+    ending there; one that did not move counts none."""
+    import dataclasses
+
+    from lakehouse.pipeline import Window, load_pipeline
+    from spark_jobs.transforms.incremental import window_ends_between
+
+    minute = load_pipeline("sensor_readings")
+    assert minute.window == Window(type="tumbling", size="1 minute")
+    noon = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    assert not window_ends_between(minute, noon, noon + timedelta(seconds=59, microseconds=999_999))
+    assert window_ends_between(minute, noon - timedelta(microseconds=1), noon)
+    assert not window_ends_between(minute, noon, noon)
+    assert not window_ends_between(minute, noon + timedelta(seconds=30), noon + timedelta(seconds=10))
+    assert window_ends_between(minute, noon + timedelta(seconds=50), noon + timedelta(minutes=1, seconds=5))
+    kolkata = timezone(timedelta(hours=5, minutes=30))
+    assert window_ends_between(minute, datetime(2026, 3, 1, 17, 29, 59, tzinfo=kolkata), noon)
+    sliding = dataclasses.replace(minute, window=Window(type="sliding", size="10 minutes", slide="5 minutes"))
+    assert not window_ends_between(sliding, noon + timedelta(minutes=1), noon + timedelta(minutes=4, seconds=59))
+    assert window_ends_between(sliding, noon + timedelta(minutes=1), noon + timedelta(minutes=5))
