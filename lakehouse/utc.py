@@ -23,6 +23,7 @@ import time
 from datetime import UTC, datetime
 
 JVM_FLAG = "-Duser.timezone=UTC"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the instant Spark's windows and unix_micros count from
 
 
 def pin_process_to_utc() -> None:

@@ -27,18 +27,17 @@ batch table version that published the row; ``<speed table> micro-batch <K>``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
-from lakehouse.utc import sql_timestamp
+from lakehouse.utc import EPOCH, sql_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _differs(p: Pipeline) -> str:

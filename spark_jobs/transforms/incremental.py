@@ -20,10 +20,11 @@ against the copies of its own id anywhere in bronze (``first_copies_among``).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline, duration_seconds
+from lakehouse.utc import EPOCH, as_utc
 from spark_jobs.transforms.windows import window_column, windowed_aggregate
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ def bucket_seconds(p: Pipeline) -> int:
 def window_ends_between(p: Pipeline, after: datetime, until: datetime) -> bool:
     """Whether a tumbling or sliding window of ``p`` can end in ``(after, until]``: windows start and end on
     whole buckets since the epoch (Spark's ``window``, no start offset), so only if a bucket ends there (pure)."""
-    step, epoch = timedelta(seconds=bucket_seconds(p)), datetime(1970, 1, 1, tzinfo=UTC)
-    return (until.astimezone(UTC) - epoch) // step > (after.astimezone(UTC) - epoch) // step
+    step = timedelta(seconds=bucket_seconds(p))
+    return (as_utc(until) - EPOCH) // step > (as_utc(after) - EPOCH) // step
 
 
 def bucket_of(p: Pipeline, ts: Column) -> Column:
