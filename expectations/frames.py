@@ -26,8 +26,8 @@ CutoffReader = Callable[["SparkSession", str], "datetime | None"]
 """Reads a pipeline's last published batch cutoff (``None`` before the first publish)."""
 
 
-def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline) -> DataFrame:
-    """The table to validate. Window tables' doubles are rounded to 9 decimals, so ``min <= avg <= max``
+def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: DataFrame | None = None) -> DataFrame:
+    """The table to validate (or ``rows``, the frame being written to it: a batch run's staged rows). Window tables' doubles are rounded to 9 decimals, so ``min <= avg <= max``
     tolerates floating-point summation error (an avg of 42.599999999999994 over values all 42.6), and
     they get one difference column per ordered pair (``suites.ordered_pairs``; timestamps in
     microseconds), which their suites check with the other column checks in one aggregate job."""
@@ -35,7 +35,7 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline) -> Data
 
     from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 
-    df = spark.table(table)
+    df = spark.table(table) if rows is None else rows
     if "op" in df.columns:  # a staging table: deleted windows carry no values
         df = df.where("op <> 'delete'")
     if kind == "bronze":

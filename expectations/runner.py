@@ -78,12 +78,12 @@ def describe_failure(result: Any) -> str:
 
 
 def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str,
-            read_cutoff: CutoffReader | None) -> list[tuple[str, Any]]:
+            read_cutoff: CutoffReader | None, frame: Any = None) -> list[tuple[str, Any]]:
     from expectations import frames
 
     if kind == "quarantine":
         return [("quarantine", frames.quarantine_rate_frame(spark, p, table))]
-    out = [(kind, frames.table_frame(spark, kind, table, p))]
+    out = [(kind, frames.table_frame(spark, kind, table, p, frame))]
     if kind == "serving" and read_cutoff is not None:
         out.append(("serving_gap", frames.serving_gap_frame(spark, cfg, p, table, read_cutoff)))
     return out
@@ -93,12 +93,14 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
                    spark: Any = None, build_docs: bool = True,
                    read_cutoff: CutoffReader | None = None,
                    in_memory_max_rows: int = IN_MEMORY_MAX_ROWS, rows: int | None = None,
-                   docs_later: bool = False) -> ValidationOutcome:
+                   docs_later: bool = False, frame: Any = None) -> ValidationOutcome:
     """Run the ``kind`` suite of ``pipeline`` on ``table`` (a Delta table read as a batch frame).
     ``kind='serving'`` needs ``read_cutoff`` (fails closed without it: the serving gap is never skipped).
     ``rows``: the rows of the table's frame when the caller knows them (a batch run's staged upserts),
     so that choosing the engine costs no count. ``docs_later``: return with the verdict while the Data
-    Docs pages are written on a thread of their own (the caller calls ``outcome.wait_for_docs()``)."""
+    Docs pages are written on a thread of their own (the caller calls ``outcome.wait_for_docs()``).
+    ``frame``: the rows being written to ``table`` (a batch run's staged rows, audited while they are
+    written: ``spark_jobs.batch_gate``), validated instead of a read of the table."""
     if kind not in KINDS:
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
     if kind == "serving" and read_cutoff is None:
@@ -116,7 +118,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     with contextlib.ExitStack() as held:
         context = held.enter_context(runtime_context(cfg))
         results = []
-        for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff):
+        for suite_kind, df in _frames(spark, cfg, p, kind, table, read_cutoff, frame):
             try:
                 known = rows if suite_kind == kind else None
                 results.append(_run_suite(context, suite_kind, p, df, outcome, in_memory_max_rows, known))

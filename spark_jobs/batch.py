@@ -31,6 +31,7 @@ from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
 from spark_jobs.batch_bronze import batch_cutoff, bronze_changes, bronze_empty, bronze_snapshot, snapshot_stats
 from spark_jobs.batch_definition import require_one_definition
+from spark_jobs.batch_gate import Audit, GateAlongside
 from spark_jobs.batch_publish import batch_lock, publish_staged
 from spark_jobs.step_timer import Steps
 
@@ -55,15 +56,16 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
 def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
     with batch_lock(cfg, p):
-        run, known = _stage(spark, cfg, p, full)
+        run, known, _ = _stage(spark, cfg, p, full)
         batch_runs.save(spark, run, supersede_staged=True, known=known)
         return run
 
 
-def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
-           full: bool) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it)
-    and the pipeline's runs as read under the batch lock (None: not read, a full run needs none)."""
+def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
+           audit: Audit | None = None) -> tuple[dict[str, Any], list[dict[str, Any]] | None, GateAlongside | None]:
+    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it),
+    the pipeline's runs as read under the batch lock (None: not read, a full run needs none), and, for an
+    incremental run given ``audit``, the gate run on its rows while they were written (``batch_gate``)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.batch_dedup import first_copies
@@ -106,11 +108,17 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
     staging = naming.staging_table("batch", p.name)
     # an overwrite by position, or with the schema when a definition's new aggregates made new columns (a
     # replace of the table took 0.15-0.4 s more per run at 100M bronze events, stop 68)
-    replace_rows(spark, staging_rows(p, upserts, deletes, run_id, version), staging,
-                 contracts.batch_staging(p).column_names)
-    release()  # the frames cached on the way
-    steps.done(f"{way} windows")
-    counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)
+    rows = staging_rows(p, upserts, deletes, run_id, version)
+    gate = GateAlongside(audit, rows) if audit is not None and mode == "incremental" else None
+    try:
+        replace_rows(spark, rows, staging, contracts.batch_staging(p).column_names)
+        release()  # the frames cached on the way (not the gate's, whose cache is computed)
+        steps.done(f"{way} windows")
+        counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)
+    except BaseException:
+        if gate is not None:
+            gate.abandon()
+        raise
     run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
            "previous_bronze_version": previous, "cutoff": cutoff,
            "windows_written": sum(counts.get(op, 0) for op in contracts.WRITTEN_OPS),
@@ -118,7 +126,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline,
            "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
     steps.done("counts")
     steps.report(f"batch: {p.name} stage")
-    return run, known
+    return run, known, gate
 
 
 def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, has_deletes: bool) -> dict[str, int]:
@@ -142,14 +150,16 @@ def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, has_d
 
 
 def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str, rows: int | None = None,
-             docs_later: bool = False) -> Any:
+             docs_later: bool = False, frame: DataFrame | None = None) -> Any:
     """Run the quality gate; raise if it fails. Fails closed: without the expectations package
     (an ImportError) nothing can be audited, so nothing is published. ``rows``: the staged upserts,
     when known; ``docs_later``: the Data Docs pages are still being written when it returns
-    (``runner.validate_table``). Returns the gate's outcome."""
+    (``runner.validate_table``); ``frame``: the rows being written to ``table``, audited instead of a
+    read of it (``batch_gate``). Returns the gate's outcome."""
     from expectations import runner
 
-    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows, docs_later=docs_later)
+    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows, docs_later=docs_later,
+                                   frame=frame)
     if not result.success:
         result.wait_for_docs()  # the failed run's pages are written before the error says where they are
         raise TidewaterError(f"batch: quality gate failed on {table}; not published. {result.summary()}")
@@ -167,21 +177,27 @@ def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = Fal
 
 def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False,
               steps: Steps | None = None) -> dict[str, Any]:
-    """Stage + validate + publish (refused in kappa mode). The ``staged`` run record is written while
-    the quality gate runs (independent Spark jobs, side by side), and is in ``ops.batch_runs`` before
+    """Stage + validate + publish (refused in kappa mode). An incremental run's gate audits its rows
+    while they are written (``batch_gate``). The ``staged`` run record is written while the quality gate
+    runs or is awaited (independent Spark jobs, side by side), and is in ``ops.batch_runs`` before
     anything is published; the gate's Data Docs pages are written while the publish runs. ``steps``:
     receives the seconds of stage, validate and publish."""
     from spark_jobs.io.background import Background
 
     refuse_in_kappa(cfg, p)
     steps = steps or Steps()
+    staging = naming.staging_table("batch", p.name)
+
+    def audit(rows: DataFrame, written: int) -> Any:
+        return validate(spark, cfg, p, staging, rows=written, docs_later=True, frame=rows)
+
     with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between
-        staged, known = _stage(spark, cfg, p, full)
+        staged, known, alongside = _stage(spark, cfg, p, full, audit)
         steps.done("stage")
         recording = Background(batch_runs.save, spark, staged, True, known)
         try:
-            gate = validate(spark, cfg, p, naming.staging_table("batch", p.name), rows=int(staged["windows_written"]),
-                            docs_later=True)
+            gate = (alongside.verdict() if alongside is not None
+                    else validate(spark, cfg, p, staging, rows=int(staged["windows_written"]), docs_later=True))
         except TidewaterError as exc:
             recording.join()
             staged.update(status="failed", message=str(exc)[:1000])

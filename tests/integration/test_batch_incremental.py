@@ -512,3 +512,28 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
     assert table_rows(spark, p) == exact_sensor_windows(sent, published["cutoff"])
     as_of = {r["as_of"] for r in spark.table(table).where(f"run_id = '{staged['run_id']}'").select("as_of").collect()}
     assert as_of == {f"{table} v{last_merge()['version']} (run {staged['run_id']}, bronze v{staged['bronze_version']})"}
+
+
+def test_an_incremental_run_whose_rows_fail_the_gate_publishes_nothing(spark: SparkSession,
+                                                                       cfg: TidewaterConfig) -> None:
+    """An incremental run's gate audits its rows while they are written (``spark_jobs.batch_gate``): a late
+    event above the pipeline's temperature range makes its published window fail the staging suite, and
+    nothing of the run is published. The audited rows are the staged ones. Runs last in this module, over
+    the sensor test's bronze (the bad event stays in it)."""
+    from lakehouse.errors import TidewaterError
+    from spark_jobs import batch, batch_runs
+
+    p = load_pipeline("sensor_readings")
+    before = table_rows(spark, p)
+    assert (12, 2) in {(k[1].hour, k[1].minute) for k in before}, "the 12:02 windows are published"
+    failed_before = {r["run_id"] for r in batch_runs.runs(spark, p.name) if r["status"] == "failed"}
+    cached_before = len(spark.sparkContext._jsc.getPersistentRDDs())
+    Bronze(spark, p).append([sensor(7000, "s1", 150_000, 99.0)])  # 12:02:30; the range is [-90, 70]
+    with pytest.raises(TidewaterError, match=r"(?s)quality gate failed on batch\.sensor_readings__staging.*max_temperature.*\[99\.0\]"):
+        batch.run(spark, cfg, p)
+    assert table_rows(spark, p) == before
+    failed = [r for r in batch_runs.runs(spark, p.name) if r["status"] == "failed" and r["run_id"] not in failed_before]
+    assert [r["mode"] for r in failed] == ["incremental"]
+    staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{failed[0]['run_id']}'")
+    assert staged.where("sensor_id = 's1' AND max_temperature = 99.0").count() == 1
+    assert len(spark.sparkContext._jsc.getPersistentRDDs()) == cached_before
