@@ -179,8 +179,8 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
               steps: Steps | None = None) -> dict[str, Any]:
     """Stage + validate + publish (refused in kappa mode). An incremental run's gate audits its rows
     while they are written (``batch_gate``). The ``staged`` run record is written while the quality gate
-    runs or is awaited (independent Spark jobs, side by side), and is in ``ops.batch_runs`` before
-    anything is published; the gate's Data Docs pages are written while the publish runs. ``steps``:
+    runs or is awaited and the publish prepares (independent Spark jobs, side by side), and is in
+    ``ops.batch_runs`` before anything is published; the gate's Data Docs pages are written while the publish runs. ``steps``:
     receives the seconds of stage, validate and publish."""
     from spark_jobs.io.background import Background
 
@@ -203,11 +203,11 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
             staged.update(status="failed", message=str(exc)[:1000])
             batch_runs.save(spark, staged)
             raise
-        recording.join()
         steps.done("validate")
-        try:
-            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged)
+        try:  # the staged record's commit goes on while the publish prepares, and ends before its rows' commit
+            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged, recorded=recording.join)
         finally:
+            recording.thread.join()
             wait_for_report(gate)
         steps.done("publish")
         return published

@@ -12,6 +12,7 @@ writes the same absolute values. ``batch_lock`` makes one writer of the batch ta
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming
@@ -104,10 +105,13 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 
 
 def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str,
-             just_staged: dict[str, Any] | None = None) -> dict[str, Any]:
+             just_staged: dict[str, Any] | None = None, recorded: Callable[[], object] | None = None) -> dict[str, Any]:
     """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``).
     ``just_staged``: the run this caller staged under the batch lock it still holds, so it is the
-    latest staged run and not published (``ops.batch_runs`` need not be read to know it)."""
+    latest staged run and not published (``ops.batch_runs`` need not be read to know it). ``recorded``:
+    waits for the caller's ``staged`` record of that run, still being committed while the publish
+    prepares; called before any row of the run is written (a run is in ``ops.batch_runs`` before its
+    rows are published: a crash in between leaves it ``staged``, never published and unrecorded)."""
     from spark_jobs.io.background import Background
     from spark_jobs.serving import refresh_view
 
@@ -120,7 +124,10 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
     steps = Steps()
-    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged["run_id"] == run_id)
+    wait = recorded or (lambda: None)
+    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged["run_id"] == run_id,
+                 recorded=wait)
+    wait()  # also when no row was written: the run's statuses are appended in order
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
@@ -133,10 +140,10 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
 
 
 def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps,
-                 staged_here: bool = False) -> None:
+                 staged_here: bool = False, recorded: Callable[[], object] = lambda: None) -> None:
     """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
-    (``settle_as_of``)."""
+    (``settle_as_of``). ``recorded``: called right before that commit's write (``publish_staged``)."""
     from lakehouse.speed_versions import active_version
     from spark_jobs.io.delta_io import latest_version
     from spark_jobs.io.ops_reader import table_path
@@ -148,6 +155,7 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     contracts.ensure(spark, speed)
     add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
     numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
+    recorded()
     numbered = merge_staged(spark, cfg, p, run, speed.name, numbered, staged_here)
     steps.done("batch rows")
     if not run["windows_written"] and not run["windows_deleted"]:
