@@ -29,8 +29,9 @@ CutoffReader = Callable[["SparkSession", str], "datetime | None"]
 def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: DataFrame | None = None) -> DataFrame:
     """The table to validate (or ``rows``, the frame being written to it: a batch run's staged rows).
     Window tables' doubles are rounded to 9 decimals, so ``min <= avg <= max`` tolerates floating-point
-    summation error (an avg of 42.599999999999994 over values all 42.6), and they get one difference column per ordered pair (``suites.ordered_pairs``; timestamps in
-    microseconds), which their suites check with the other column checks in one aggregate job."""
+    summation error (an avg of 42.599999999999994 over values all 42.6), and they get one difference
+    column per ordered pair (``suites.ordered_pairs``; timestamps in microseconds), which their suites
+    check with the other column checks in one aggregate job."""
     from pyspark.sql import functions as F
 
     from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
