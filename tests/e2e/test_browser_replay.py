@@ -7,32 +7,24 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.e2e.browser import ARTIFACTS, logged_in_page
 from tests.e2e.test_airflow_rest import api, token, wait_for_dag, wait_for_run
 
 if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: runs take minutes
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 DAG_IDS = ("tidewater_batch", "tidewater_speed", "tidewater_replay", "tidewater_quality", "tidewater_maintenance")
 
 
 def test_login_see_dags_trigger_replay(airflow_up: TidewaterConfig) -> None:
-    from playwright.sync_api import sync_playwright
-
     from infra.services import airflow
     from tidewater.commands.stack import create_topics
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install -y chromium)")
     cfg = airflow_up
     create_topics(cfg)  # a history to replay
     subprocess.run([sys.executable, "-m", "tidewater.cli", "produce", "sensor_readings", "--count", "200",
@@ -41,18 +33,7 @@ def test_login_see_dags_trigger_replay(airflow_up: TidewaterConfig) -> None:
     tok = token(cfg)
     for dag_id in DAG_IDS:
         wait_for_dag(cfg, tok, dag_id)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"{url}/dags", timeout=60_000)
-        # login is required: the UI (a single-page app) sends an anonymous visitor to the login form
-        page.wait_for_url(lambda u: "/auth/login" in u, timeout=60_000)
-        assert "/auth/login" in page.url
-        page.fill("input[name=username]", airflow.USER)
-        page.fill("input[name=password]", airflow.password(cfg))
-        page.locator("button[type=submit]").click()
-        page.wait_for_url(lambda u: "/auth/login" not in u, timeout=60_000)
+    with logged_in_page(cfg) as page:
         page.goto(f"{url}/dags?tags=tidewater", timeout=60_000)
         for dag_id in DAG_IDS:
             page.wait_for_selector(f"text={dag_id}", timeout=60_000)
@@ -76,5 +57,4 @@ def test_login_see_dags_trigger_replay(airflow_up: TidewaterConfig) -> None:
         page.goto(f"{url}/dags/tidewater_replay/runs/{runs[0]['dag_run_id']}", timeout=60_000)
         page.wait_for_selector("text=/success/i", timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "airflow-replay-success.png"))
-        browser.close()
     assert done["state"] == "success"

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_browser_replay import ARGS, ARTIFACTS, CHROMIUM
+from tests.e2e.browser import ARGS, ARTIFACTS, CHROMIUM
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]  # a loaded 2-core machine: a batch run can take minutes
 PIPELINE = "sensor_readings"
