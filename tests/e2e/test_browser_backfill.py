@@ -42,6 +42,24 @@ def backfill_runs(cfg: TidewaterConfig, tok: str) -> list[dict]:
     return list(api(cfg, "GET", f"/api/v2/dags/{DAG}/dagRuns?run_type=backfill&order_by=logical_date", tok)["dag_runs"])
 
 
+def asset_graph_shows_producer_and_consumer(page: Any, cfg: TidewaterConfig, tok: str) -> None:
+    """The Asset ``batch.sensor_readings`` in the UI: its graph links the producing ``publish`` task of
+    ``tidewater_batch`` to ``tidewater_quality``, which it schedules (data-aware scheduling)."""
+    from infra.services import airflow
+
+    assets = api(cfg, "GET", "/api/v2/assets?name_pattern=batch.sensor_readings", tok)["assets"]
+    asset = next(a for a in assets if a["name"] == "batch.sensor_readings")
+    assert [d["dag_id"] for d in asset["scheduled_dags"]] == ["tidewater_quality"], asset
+    assert {(t["dag_id"], t["task_id"]) for t in asset["producing_tasks"]} == {
+        ("tidewater_batch", "sensor_readings.publish")}, asset
+    page.goto(f"{airflow.base_url(cfg)}/assets/{asset['id']}", timeout=60_000)
+    graph = page.locator(".react-flow").first
+    graph.wait_for(timeout=60_000)
+    for node in ("tidewater_batch", "batch.sensor_readings", "tidewater_quality"):
+        graph.get_by_text(node).first.wait_for(timeout=60_000)
+    page.screenshot(path=str(ARTIFACTS / "airflow-asset-graph.png"))
+
+
 def test_a_backfill_started_in_the_ui_completes(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     from infra.services import airflow
 
@@ -77,6 +95,7 @@ def test_a_backfill_started_in_the_ui_completes(airflow_up: TidewaterConfig, spa
         page.goto(f"{url}/dags/{DAG}/runs/{runs[0]['dag_run_id']}", timeout=60_000)
         page.wait_for_selector("text=/success/i", timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / "airflow-backfill-run.png"))
+        asset_graph_shows_producer_and_consumer(page, cfg, tok)
     assert [d["state"] for d in done] == ["success", "success"], done
     states = [{t["task_id"]: t["state"] for t in api(
         cfg, "GET", f"/api/v2/dags/{DAG}/dagRuns/{d['dag_run_id']}/taskInstances", tok)["task_instances"]}
