@@ -270,6 +270,73 @@ def test_sessions_incremental_equals_full_after_merging_late_event(spark: SparkS
     assert first["mode"] == "full"
 
 
+def ride(i: int, lift: str, minute: float, skier: str, arrived_minute: float | None = None) -> dict:
+    event = {"event_id": f"l{i}", "lift_id": lift, "skier_id": skier, "timestamp": int(minute * 60_000)}
+    return event if arrived_minute is None else {**event, "_arrived_ms": int(arrived_minute * 60_000)}
+
+
+def exact_sliding_windows(events: list[dict], size_min: int, slide_min: int, cutoff: datetime) -> dict:
+    """(lift_id, start, end) -> (rides, distinct skiers) of the first copy of each id, windows ending by ``cutoff``."""
+    by_id: dict = {}
+    for e in sorted(events, key=lambda e: e.get("_arrived_ms", e["timestamp"])):
+        by_id.setdefault(e["event_id"], e)
+    groups: dict = defaultdict(list)
+    for e in by_id.values():
+        last_start = e["timestamp"] // (slide_min * 60_000) * slide_min
+        for start_min in range(last_start - size_min + slide_min, last_start + 1, slide_min):
+            start = T0 + timedelta(minutes=start_min)
+            groups[(e["lift_id"], start, start + timedelta(minutes=size_min))].append(e["skier_id"])
+    return {k: (len(v), len(set(v))) for k, v in groups.items() if k[2] <= cutoff}
+
+
+def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSession, cfg: TidewaterConfig) -> None:
+    """lift_rides (10-minute windows sliding every 5, watermark 5 minutes; an exact distinct count, so an
+    incremental run recomputes the touched windows rather than folding). Late events fall in published
+    windows, in the window that completes exactly at the new cutoff and in one still open; a later copy of
+    an id with another skier loses to the first; then the cutoff moves within a slide (no window completes).
+    After each incremental run the table equals a hand computation, and a full run changes nothing."""
+    from spark_jobs import batch
+
+    p = load_pipeline("lift_rides")
+    assert (p.window.type, p.window.size, p.window.slide) == ("sliding", "10 minutes", "5 minutes")
+    bronze = Bronze(spark, p)
+    sent: list[dict] = []
+
+    def send(events: list[dict]) -> None:
+        sent.extend(events)
+        bronze.append(events)
+
+    def check(run: dict) -> dict:
+        rows = table_rows(spark, p)
+        assert rows == exact_sliding_windows(sent, 10, 5, run["cutoff"]), run
+        return rows
+
+    # minutes 0-30 on two lifts: the cutoff (latest - 5 minutes) is 12:25, so windows end by 12:25
+    send([ride(i, f"L{i % 2}", i * 0.75, f"k{i % 7}") for i in range(41)])
+    first = batch.run(spark, cfg, p)
+    assert first["mode"] == "full" and first["cutoff"] == T0 + timedelta(minutes=25), first
+    after_first = check(first)
+    # late: 12:12 (windows 12:05-12:15 and 12:10-12:20, both published), 12:24.5 (12:15-12:25, published,
+    # and 12:20-12:30, which completes exactly at the new cutoff 12:30), 12:29.9 (12:20-12:30 and the open
+    # 12:25-12:35); l3 again with another skier, arriving later (its first copy wins); new rides to 12:35
+    send([ride(100, "L0", 12, "late-a", 31), ride(101, "L1", 24.5, "late-b", 31), ride(102, "L1", 29.9, "late-c", 32),
+          {**ride(3, "L1", 2.25, "impostor"), "_arrived_ms": 33 * 60_000}, ride(103, "L0", 35, "k1")])
+    second = batch.run(spark, cfg, p)
+    assert second["mode"] == "incremental" and second["cutoff"] == T0 + timedelta(minutes=30), second
+    after_second = check(second)
+    published = ("L0", T0 + timedelta(minutes=5), T0 + timedelta(minutes=15))
+    assert after_second[published] == (after_first[published][0] + 1, after_first[published][1] + 1)  # late-a
+    assert after_second[("L1", T0 + timedelta(minutes=20), T0 + timedelta(minutes=30))][1] >= 2  # late-b, late-c in it
+    assert ("L1", T0 + timedelta(minutes=25), T0 + timedelta(minutes=35)) not in after_second  # still open
+    # the cutoff moves within a slide (12:30 -> 12:32: no window completes); a late ride at 12:03
+    send([ride(104, "L0", 3, "late-d", 36), ride(105, "L1", 37, "k2")])
+    third = batch.run(spark, cfg, p)
+    assert third["mode"] == "incremental" and third["cutoff"] == T0 + timedelta(minutes=32), third
+    incremental = check(third)
+    batch.run(spark, cfg, p, full=True)
+    assert table_rows(spark, p) == incremental
+
+
 def test_two_batch_runs_at_once_both_publish_the_same_table(spark: SparkSession, cfg: TidewaterConfig) -> None:
     """A scheduled run and a manual one at the same moment: they queue on the batch lock, so
     neither publishes another's staging (a full run whose rows another run overwrote would delete
