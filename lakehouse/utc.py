@@ -23,6 +23,9 @@ import time
 from datetime import UTC, datetime
 
 JVM_FLAG = "-Duser.timezone=UTC"
+# Where a pinned process keeps its host's zone, for reports: a fact of one process, not a setting (Airflow's
+# processes do not inherit it, so its presence never reads as changed settings).
+HOST_ZONE_ENV = "TIDEWATER_HOST_TZ"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the instant Spark's windows and unix_micros count from
 
 
@@ -37,8 +40,8 @@ def pin_process_to_utc() -> None:
     Children inherit ``TZ=UTC``; the host's zone is kept in ``TIDEWATER_HOST_TZ`` for reports."""
     if os.environ.get("TZ") == "UTC" and time.timezone == 0 and time.altzone == 0:
         return
-    if "TIDEWATER_HOST_TZ" not in os.environ:
-        os.environ["TIDEWATER_HOST_TZ"] = os.environ.get("TZ", "")
+    if HOST_ZONE_ENV not in os.environ:
+        os.environ[HOST_ZONE_ENV] = os.environ.get("TZ", "")
     os.environ["TZ"] = "UTC"
     time.tzset()
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from infra.secret_files import create_once
-from lakehouse import naming
+from lakehouse import naming, utc
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
@@ -50,11 +50,16 @@ def _secrets(cfg: TidewaterConfig) -> dict[str, str]:
 SECRET_ENV = ("AIRFLOW__CORE__FERNET_KEY", "AIRFLOW__API__SECRET_KEY", "AIRFLOW__API_AUTH__JWT_SECRET")
 
 
+# The password is a secret; the host zone is what the starting process was pinned from (lakehouse.utc), which
+# depends on whether that process had started Spark, not on any setting.
+NOT_PASSED_ON = ("TIDEWATER_AIRFLOW_PASSWORD", utc.HOST_ZONE_ENV)
+
+
 def env(cfg: TidewaterConfig) -> dict[str, str]:
     """Environment of every Airflow process (and, inherited, of every task)."""
     keys = _secrets(cfg)
     venv_bin = str(Path(sys.executable).parent)
-    tidewater = {k: v for k, v in os.environ.items() if k.startswith("TIDEWATER_") and k != "TIDEWATER_AIRFLOW_PASSWORD"}
+    tidewater = {k: v for k, v in os.environ.items() if k.startswith("TIDEWATER_") and k not in NOT_PASSED_ON}
     tidewater["TIDEWATER_DATA_DIR"] = str(cfg.data_dir)
     if cfg.source != "<defaults>":
         tidewater["TIDEWATER_CONFIG"] = cfg.source
