@@ -75,12 +75,17 @@ def copies_per_window(events: list[dict]) -> dict:
     return {k: len(ids) - len(set(ids)) for k, ids in rows.items()}
 
 
-def exact_sensor_windows(events: list[dict], cutoff: datetime) -> dict:
-    by_id: dict = {}  # the first copy to arrive (then the lower offset: the earlier append) wins
+def first_copies(events: list[dict]) -> list[dict]:
+    """One event per id: the first copy to arrive (then the lower offset: the earlier append) wins."""
+    by_id: dict = {}
     for e in sorted(events, key=lambda e: e.get("_arrived_ms", e["timestamp"])):
         by_id.setdefault(e["event_id"], e)
+    return list(by_id.values())
+
+
+def exact_sensor_windows(events: list[dict], cutoff: datetime) -> dict:
     groups: dict = defaultdict(list)
-    for e in by_id.values():
+    for e in first_copies(events):
         start = T0 + timedelta(minutes=e["timestamp"] // 60_000)
         groups[(e["sensor_id"], start, start + timedelta(minutes=1))].append(e["temperature"])
     return {k: (len(v), round(sum(v) / len(v), 9), min(v), max(v)) for k, v in groups.items() if k[2] <= cutoff}
@@ -277,11 +282,8 @@ def ride(i: int, lift: str, minute: float, skier: str, arrived_minute: float | N
 
 def exact_sliding_windows(events: list[dict], size_min: int, slide_min: int, cutoff: datetime) -> dict:
     """(lift_id, start, end) -> (rides, distinct skiers) of the first copy of each id, windows ending by ``cutoff``."""
-    by_id: dict = {}
-    for e in sorted(events, key=lambda e: e.get("_arrived_ms", e["timestamp"])):
-        by_id.setdefault(e["event_id"], e)
     groups: dict = defaultdict(list)
-    for e in by_id.values():
+    for e in first_copies(events):
         last_start = e["timestamp"] // (slide_min * 60_000) * slide_min
         for start_min in range(last_start - size_min + slide_min, last_start + 1, slide_min):
             start = T0 + timedelta(minutes=start_min)
