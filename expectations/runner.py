@@ -2,8 +2,8 @@
 
 The table is read as a *batch* DataFrame through ``get_spark`` and handed to a GX 1.x Spark data
 source (``data_sources.add_spark`` + dataframe asset + whole-dataframe batch definition). A
-checkpoint runs the suite and rebuilds the Data Docs under ``<data_dir>/docs/``. Failed
-expectations of severity *warning* (the quarantine rate) are reported but do not fail. The
+checkpoint runs the suite and rebuilds the Data Docs under ``<data_dir>/docs/``. A failed critical
+expectation (every committed one is critical) fails the outcome; another severity is only a warning. The
 ``serving`` kind also checks the serving gap, which needs the last published batch cutoff: the
 caller passes its reader (``read_cutoff=spark_jobs.batch_runs.published_cutoff``), so this package
 never imports the jobs that call it.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -184,15 +185,20 @@ def _run_suite(context: Any, suite_kind: str, p: Pipeline, df: Any, outcome: Val
         if all(res.success for run in result.run_results.values() for res in run.results):
             break
     for run in result.run_results.values():
-        for res in run.results:
-            outcome.evaluated += 1
-            if res.success:
-                continue
-            line = f"[{suite_kind}] {describe_failure(res)}"
-            severity = getattr(res.expectation_config, "severity", "critical")
-            if str(getattr(severity, "value", severity)) == "critical":
-                outcome.failures.append(line)
-                outcome.success = False
-            else:
-                outcome.warnings.append(line)
+        tally(outcome, suite_kind, run.results)
     return result
+
+
+def tally(outcome: ValidationOutcome, suite_kind: str, results: Iterable[Any]) -> None:
+    """Count GX expectation results into ``outcome``: a failed critical one fails it, any other is a warning."""
+    for res in results:
+        outcome.evaluated += 1
+        if res.success:
+            continue
+        line = f"[{suite_kind}] {describe_failure(res)}"
+        severity = getattr(res.expectation_config, "severity", "critical")
+        if str(getattr(severity, "value", severity)) == "critical":
+            outcome.failures.append(line)
+            outcome.success = False
+        else:
+            outcome.warnings.append(line)

@@ -4,8 +4,9 @@ One suite per (kind, pipeline), named ``<kind>.<pipeline>``:
 
 * ``bronze``: event id and keys not null; event time (epoch ms) within 2000-01-01 .. now + 1 day;
   every ``quality.ranges`` column of the pipeline yml within its physical limits.
-* ``quarantine``: a one-row frame (bronze_rows, quarantine_rows, quarantine_rate); the rate stays
-  below ``quality.max_quarantine_rate`` (default 5 %). Severity *warning*: it never fails a task.
+* ``quarantine``: a one-row frame (bronze_rows, quarantine_rows, quarantine_rate); the rate is at
+  most ``quality.max_quarantine_rate`` (default 5 %). Critical like every other expectation: a rate
+  above the limit fails the suite (``tidewater check`` exits 1, naming the rate and the limit).
 * ``speed`` / ``batch`` / ``staging``: ``window_end > window_start``, count aggregates >= 1,
   ``min <= avg <= max`` (and ``min <= max``) for every column the pipeline aggregates both ways,
   those aggregates within the column's ``quality.ranges``, keys not null, grain unique. Each ordered
@@ -56,7 +57,7 @@ def expectation_specs(kind: str, p: Pipeline) -> list[tuple[str, dict[str, Any]]
     elif kind == "quarantine":
         rate = float(p.quality.get("max_quarantine_rate", DEFAULT_MAX_QUARANTINE_RATE))
         specs.append(("ExpectColumnValuesToBeBetween", {"column": "quarantine_rate", "min_value": 0.0,
-                                                       "max_value": rate, "severity": "warning"}))
+                                                       "max_value": rate}))
     elif kind in WINDOW_KINDS:
         specs += [("ExpectColumnValuesToNotBeNull", {"column": c}) for c in p.keys]
         specs += _window_specs(p)

@@ -5,11 +5,16 @@ kind). Kinds: ``valid``, ``out_of_order`` (event time jittered back within the w
 ``late`` (event time further back than watermark + window, so the speed layer drops it),
 ``duplicate`` (an earlier record sent again, same event id) and ``malformed`` (cycling through
 bad JSON, missing field, wrong type, null id and impossible timestamp).
+
+No clean event is stamped after the wall clock at which it is sent (the parser quarantines events
+stamped ahead of their Kafka arrival): :func:`default_start_ms` places the clean event times, and the
+other kinds only move an event time back or resend an earlier event.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,6 +86,14 @@ def malformed(p: Pipeline, event: dict[str, object], kind: str) -> bytes:
 def _key(p: Pipeline, event: dict[str, object]) -> bytes | None:
     value = event.get(p.keys[0])
     return str(value).encode() if value is not None else None
+
+
+def default_start_ms(n: int, step_ms: float, paced: bool, now_ms: int) -> int:
+    """The first clean event time when the caller gives none, so that no event is stamped after the wall
+    clock that sends it. Sent as fast as possible (``paced`` False), the ``n`` events end at ``now_ms``:
+    they span the ``n - 1`` steps before it. Paced at one event per ``step_ms`` of wall-clock time from
+    ``now_ms`` on (``spark_jobs.io.producer.paced``), they start at ``now_ms``."""
+    return now_ms if paced else now_ms - math.ceil(max(n - 1, 0) * step_ms)
 
 
 def generate(

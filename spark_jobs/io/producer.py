@@ -1,4 +1,4 @@
-"""Send records to Kafka with kafka-python, optionally paced to a fixed rate.
+"""Send records to Kafka with kafka-python, optionally paced to a fixed rate (on the wall clock).
 
 The producer is idempotent with ``acks='all'`` (both set explicitly, so a conflicting setting raises
 instead of silently turning idempotence off). Every send's outcome is counted: a record counts as
@@ -82,13 +82,8 @@ def send(cfg: TidewaterConfig, topic: str, records: Iterable[Record], rate: floa
         result.fail(exc)
         _count_rest(result, it)
         return result
-    started = time.monotonic()
     try:
-        for i, rec in enumerate(it):
-            if rate > 0:
-                ahead = started + i / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
+        for rec in paced(it, rate):
             result.add(rec)
             try:
                 prod.send(topic, key=rec.key, value=rec.value).add_callback(result.ok).add_errback(result.fail)
@@ -102,6 +97,19 @@ def send(cfg: TidewaterConfig, topic: str, records: Iterable[Record], rate: floa
     finally:
         prod.close(timeout=10)
     return result
+
+
+def paced(records: Iterable[Record], rate: float) -> Iterator[Record]:
+    """``records`` as they fall due: with ``rate`` > 0, record ``i`` comes no earlier than ``i / rate``
+    seconds after the first by the wall clock, the clock that stamps Kafka arrival times, so events
+    stamped one step apart from a time before the first send are never ahead of their send."""
+    started = time.time()
+    for i, rec in enumerate(records):
+        if rate > 0:
+            ahead = started + i / rate - time.time()
+            if ahead > 0:
+                time.sleep(ahead)
+        yield rec
 
 
 def _count_rest(result: SendResult, records: Iterator[Record]) -> None:

@@ -111,7 +111,7 @@ def test_data_docs_can_be_written_after_the_verdict(spark: SparkSession, cfg: Ti
     spark.sql("DROP TABLE bronze.sensor_readings")
 
 
-def test_quarantine_rate_is_a_warning(spark: SparkSession, cfg: TidewaterConfig) -> None:
+def test_quarantine_rate_above_the_max_fails(spark: SparkSession, cfg: TidewaterConfig) -> None:
     from expectations.runner import validate_table
     from lakehouse import contracts
     from lakehouse.pipeline import load_pipeline
@@ -125,8 +125,8 @@ def test_quarantine_rate_is_a_warning(spark: SparkSession, cfg: TidewaterConfig)
     spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(contract.name)
     out = validate_table(cfg, PIPELINE, "quarantine", contract.name, spark=spark, build_docs=False)
     print(out.summary())
-    assert out.success  # a warning, never a failure
-    assert out.warnings and "quarantine_rate" in out.warnings[0]
+    assert not out.success and not out.warnings  # above quality.max_quarantine_rate: a failure
+    assert out.failures and "quarantine_rate" in out.failures[0] and "'max_value': 0.05" in out.failures[0]
 
 
 def test_a_definition_changed_without_its_suites_gates_nothing(spark: SparkSession, cfg: TidewaterConfig) -> None:

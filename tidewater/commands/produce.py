@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import Pipeline
+from spark_jobs.io.producer import send, send_file
+from spark_jobs.synthetic_events import Mix, Record, default_start_ms, generate
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
@@ -66,10 +69,18 @@ def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
                              f"({exc.__class__.__name__}); check the broker with 'tidewater status'") from None
 
 
-def cmd_produce(args: argparse.Namespace) -> int:
-    from spark_jobs.io.producer import send, send_file
-    from spark_jobs.synthetic_events import Mix, generate
+def synthetic_records(p: Pipeline, args: argparse.Namespace, n: int) -> Iterator[Record]:
+    """The ``n`` synthetic records this run sends: ``args``' mix, seed and event ids; without ``--start-ms``
+    stamped up to now, never after it (``default_start_ms``)."""
+    mix = Mix(late=args.late, out_of_order=args.out_of_order, duplicate=args.duplicates, malformed=args.malformed)
+    now_ms = int(time.time() * 1000)
+    step = (1000.0 / args.rate) if args.rate > 0 else args.step_ms
+    start_ms = args.start_ms if args.start_ms is not None else default_start_ms(n, step, args.rate > 0, now_ms)
+    prefix = args.id_prefix if args.id_prefix is not None else f"e{now_ms}-"
+    return generate(p, n, start_ms, step, mix, args.seed, prefix)
 
+
+def cmd_produce(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     n = _planned(args)
@@ -78,12 +89,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
     if args.file:
         result = send_file(cfg, p.topic, Path(args.file), args.rate, args.timeout)
     else:
-        mix = Mix(late=args.late, out_of_order=args.out_of_order, duplicate=args.duplicates, malformed=args.malformed)
-        start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
-        step = (1000.0 / args.rate) if args.rate > 0 else args.step_ms
         progress(f"producing {n} {p.name} events to '{p.topic}'" + (f" at {args.rate:g}/s" if args.rate else ""))
-        prefix = args.id_prefix if args.id_prefix is not None else f"e{int(time.time() * 1000)}-"
-        result = send(cfg, p.topic, generate(p, n, start_ms, step, mix, args.seed, prefix), args.rate, args.timeout)
+        result = send(cfg, p.topic, synthetic_records(p, args, n), args.rate, args.timeout)
     took = time.monotonic() - started
     kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.counts.items()))
     if result.failed:
@@ -106,7 +113,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--duplicates", type=_fraction, default=0.0, help="fraction of re-sent (duplicate) events")
     p.add_argument("--malformed", type=_fraction, default=0.0, help="fraction of malformed records")
     p.add_argument("--file", help="send the lines of this JSON-lines file instead of synthetic events")
-    p.add_argument("--start-ms", type=int, help="event time of the first event (epoch ms; default now)")
+    p.add_argument("--start-ms", type=int, help="event time of the first event (epoch ms; default: the events "
+                   "end now, or with --rate start now and are sent in real time)")
     p.add_argument("--step-ms", type=float, default=100.0, help="event-time step when --rate is 0")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--id-prefix", help="prefix of generated event ids (default: unique per run)")

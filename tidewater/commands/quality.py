@@ -3,7 +3,7 @@
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
 path. The last stdout line is a JSON summary (``failed`` kinds, ``failures`` per kind). Exit 1 if a critical
-expectation failed (warnings, e.g. the quarantine rate, do not fail).
+expectation failed (a quarantine rate above the pipeline's ``quality.max_quarantine_rate`` among them).
 """
 
 from __future__ import annotations
