@@ -14,12 +14,13 @@ Layout under ``data_dir``::
     run/              PID files of local services and detached jobs
     logs/             service and job logs
     secrets/          generated credentials (mode 0600)
-    versions/         active / previous speed version per pipeline (lakehouse.speed_versions)
+    versions/         active / previous speed version, and each version's writing lineage (lakehouse.speed_versions)
     docs/             Great Expectations Data Docs
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
@@ -64,9 +65,21 @@ def staging_table(layer: str, pipeline: str) -> str:
     return f"{layer}.{pipeline}__staging"
 
 
-def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int) -> Path:
-    """Checkpoint of one query version. A new version always gets a new folder."""
-    return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}"
+def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int, lineage: int = 1) -> Path:
+    """Checkpoint of one query lineage of a version: ``<query>_v<N>`` for its first lineage,
+    ``<query>_v<N>-l<K>`` for the K-th (a version switched away from and back to continues in a new
+    lineage: ``spark_jobs.speed_lineages``). A new version always gets a new folder."""
+    suffix = "" if lineage == 1 else f"-l{lineage}"
+    return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}{suffix}"
+
+
+CHECKPOINT_NAME = re.compile(r"^(?P<query>[a-z]+)_v(?P<version>\d+)(?:-l(?P<lineage>\d+))?$")
+
+
+def checkpoint_version(name: str) -> int | None:
+    """The version a checkpoint folder's name (``checkpoint_dir``) belongs to; None for other names."""
+    match = CHECKPOINT_NAME.match(name)
+    return int(match.group("version")) if match else None
 
 
 def txn_app_id(pipeline: str, sink: str, query_id: str) -> str:

@@ -1,8 +1,10 @@
 """Which speed-query version a pipeline serves: the one owner of the active/previous/next version.
 
-Files under ``<data_dir>/versions/``: ``<p>.active`` (the version ``serving.<p>`` reads, default 1)
-and ``<p>.previous`` (the rollback target, written by a replay switch). A new version number is
-never reused: ``next_version`` skips every version that has a checkpoint folder.
+Files under ``<data_dir>/versions/``: ``<p>.active`` (the version ``serving.<p>`` reads, default 1),
+``<p>.previous`` (the rollback target, written by a replay switch) and ``<p>.v<N>.writer`` (the
+checkpoint folder of the query lineage that writes, or last wrote, version N's speed table:
+``spark_jobs.speed_lineages``). A new version number is never reused: ``next_version`` skips every
+version that has a checkpoint folder.
 """
 
 from __future__ import annotations
@@ -45,16 +47,33 @@ def set_active_version(cfg: TidewaterConfig, pipeline: str, version: int, previo
     """Record the active (and the previous) speed version, each file atomically (write + rename)."""
     records = ([("previous", previous)] if previous is not None else []) + [("active", version)]
     for kind, value in records:
-        path = _version_path(cfg, pipeline, kind)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"{value}\n")
-        tmp.replace(path)
+        _write(_version_path(cfg, pipeline, kind), value)
+
+
+def writer(cfg: TidewaterConfig, pipeline: str, version: int) -> str | None:
+    """The checkpoint folder name of the lineage that last wrote version ``version``'s speed table
+    (None: no lineage recorded one)."""
+    try:
+        return _version_path(cfg, pipeline, f"v{version}.writer").read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def set_writer(cfg: TidewaterConfig, pipeline: str, version: int, checkpoint_name: str) -> None:
+    """Record the lineage that writes version ``version``'s speed table from now on (atomically)."""
+    _write(_version_path(cfg, pipeline, f"v{version}.writer"), checkpoint_name)
+
+
+def _write(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{value}\n")
+    tmp.replace(path)
 
 
 def next_version(cfg: TidewaterConfig, pipeline: str, active: int) -> int:
     """A version never used before (checkpoints are never reused)."""
     root = naming.checkpoint_dir(cfg, pipeline, "speed", active).parent
-    used = [int(d.name.rsplit("_v", 1)[1]) for d in root.glob("*_v*")
-            if d.is_dir() and d.name.rsplit("_v", 1)[1].isdigit() and not d.name.startswith("ingest_")]
+    used = [version for d in root.glob("*_v*")
+            if d.is_dir() and not d.name.startswith("ingest_") and (version := naming.checkpoint_version(d.name))]
     return max([active, *used]) + 1

@@ -5,7 +5,7 @@
   running readers and streaming checkpoints may still need).
 * ``ops``: deletes ``ops.*`` rows older than N days (each table's own time column).
 * ``checkpoints``: removes checkpoint folders of retired speed-query versions: every
-  ``speed_v<N>`` other than the active version (``lakehouse.speed_versions``) and the previous one
+  ``speed_v<N>``/``stream_v<N>`` lineage other than those of the active version (``lakehouse.speed_versions``) and the previous one
   (kept for rollback); nothing while a replay job is running. The ingest query (always v1) is never touched.
 """
 
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 MIN_RETENTION_HOURS = 168
 OPS_TIME_COLUMNS = {"stream_progress": "recorded_at", "batch_runs": "staged_at", "reconciliation": "recorded_at"}
-_SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)(?:\.warm-up)?$")  # the checkpoint, its warm-up scratch table
+# a checkpoint of any lineage of a version (``naming.checkpoint_dir``), and its warm-up scratch table
+_SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)(?:-l\d+)?(?:\.warm-up)?$")
 
 
 def delta_tables(spark: SparkSession) -> list[str]:

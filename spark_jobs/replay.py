@@ -10,8 +10,8 @@
    table may hold (its last planned micro-batch included: ``served_offsets``),
    re-create ``serving.<p>`` on v(N+1) (one catalog operation, so readers never see a window
    twice or lose one), record the active version, stop the replay job and restart the main job
-   (ingest v1 + speed v(N+1), which resumes from the replay's checkpoint). Version N is kept:
-   ``--rollback`` switches back.
+   (ingest + speed v(N+1), in a new lineage that takes v(N+1)'s table over where the replay's
+   lineage stopped: ``spark_jobs.speed_lineages``). Version N is kept: ``--rollback`` switches back.
 """
 
 from __future__ import annotations
@@ -70,10 +70,9 @@ def served_offsets(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     commit and before Spark's commit log entry and its progress row (seen in CI: windows of that
     micro-batch vanished at the switch)."""
     from spark_jobs.io.lineage import furthest, last_planned_offsets
-    from spark_jobs.speed_queries import STREAM
+    from spark_jobs.speed_lineages import version_checkpoints
 
-    planned = [last_planned_offsets(naming.checkpoint_dir(cfg, p.name, query, version), p.topic)
-               for query in (STREAM, "speed")]  # the main job's query; a replay's speed-only one
+    planned = [last_planned_offsets(checkpoint, p.topic) for checkpoint in version_checkpoints(cfg, p.name, version)]
     return furthest(committed_offsets(cfg, p, "speed", version), *planned)
 
 
@@ -169,8 +168,9 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
 def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
              prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
     """Switch back to the version that was active before the last replay switch. That version froze
-    at the switch, so it first catches up from its own checkpoint like a replay (never a view on a
-    stale table), under the same lock, which is taken first: a replay under way is named as such. ``prepare``
+    at the switch, so it first catches up like a replay (never a view on a stale table), in a new
+    lineage that continues its table where its last writer stopped (``spark_jobs.speed_lineages``:
+    nothing counted twice, nothing rebuilt), under the same lock, which is taken first: a replay under way is named as such. ``prepare``
     runs once the rollback is known to be possible."""
     with switch_lock(cfg, p):
         previous, active = recorded_previous_version(cfg, p.name), active_version(cfg, p.name)

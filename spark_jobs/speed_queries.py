@@ -13,7 +13,7 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
-from spark_jobs import definition_guard
+from spark_jobs import definition_guard, speed_lineages
 
 INGEST_VERSION = naming.INGEST_VERSION
 
@@ -85,8 +85,13 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
     from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
     roles: list[str] = [r for r in ("ingest", "speed") if r in which]
-    checkpoint = naming.checkpoint_dir(cfg, p.name, STREAM if "ingest" in roles else "speed", version)
-    floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles)
+    checkpoint, previous = speed_lineages.choose(cfg, p, STREAM if "ingest" in roles else "speed", version)
+    taken_over = speed_lineages.frontier(spark, p, version, previous) if previous is not None else None
+    floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles, taken_over)
+    speed_lineages.start_writing(cfg, p, version, checkpoint)
+    if previous is not None:
+        print(f"speed: new lineage {checkpoint.name} of v{version} takes over from {previous.name} at {taken_over}",
+              file=sys.stderr, flush=True)
     unstamped = F.lit(None).cast("timestamp")  # the sink stamps each micro-batch's time (cached_form)
     records = (with_kafka_metadata(read_stream(spark, cfg, p.topic, start or starting_offsets), unstamped)
                .transform(classify(p))

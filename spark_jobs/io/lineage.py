@@ -11,8 +11,9 @@ docs/architecture.md):
   (``ingest_floors``), so a deleted checkpoint neither skips nor doubles a record. The ingest role
   commits quarantine BEFORE bronze, so every unusable record up to bronze's last offset is in
   quarantine, whichever commit a kill -9 interrupted;
-* speed: starts from the earliest offsets and so recomputes every window: the table is emptied
-  first; with ``starting_offsets: latest`` it would lose windows, so the start is refused.
+* speed: continues where the version's previous writer stopped (``spark_jobs.speed_lineages``), or,
+  with no previous writer, starts from the earliest offsets and so recomputes every window: the table
+  is emptied first; with ``starting_offsets: latest`` it would lose windows, so the start is refused.
 """
 
 from __future__ import annotations
@@ -134,19 +135,25 @@ def furthest(*offsets: dict[str, int] | None) -> dict[str, int] | None:
     return out or None
 
 
+def saved_floors_path(checkpoint: Path) -> Path:
+    """Where a lineage keeps the floors it was started with (``stream_floors``)."""
+    return checkpoint.parent / f"{checkpoint.name}.floors.json"
+
+
 def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, version: int, checkpoint: Path,
-                  roles: list[str]) -> tuple[dict[str, dict[str, int] | None], str | None]:
+                  roles: list[str], taken_over: dict[str, int] | None = None,
+                  ) -> tuple[dict[str, dict[str, int] | None], str | None]:
     """The roles' floors (partition -> first offset a role still has to process) of the ``stream``
     query's lineage, and the ``startingOffsets`` a NEW checkpoint starts from (None: the configured
-    one). Decided once per lineage and kept beside the checkpoint (``<checkpoint>.floors.json``).
+    one). Decided once per lineage and kept beside the checkpoint (``saved_floors_path``).
 
-    ingest (and quarantine): after what bronze (quarantine) holds, ``ingest_floors``. speed: after what the version's replay checkpoint
-    committed, when the main job takes over a replayed version; otherwise the table is recomputed
-    from the start (emptied first, ``prepare_speed_table``)."""
+    ingest (and quarantine): after what bronze (quarantine) holds, ``ingest_floors``. speed: ``taken_over``,
+    where the previous writer of the version's table stopped (``spark_jobs.speed_lineages.frontier``);
+    without one, the table is recomputed from the start (emptied first, ``prepare_speed_table``)."""
     from lakehouse import contracts, naming
     from spark_jobs.io.kafka_admin import offsets
 
-    saved = checkpoint.parent / f"{checkpoint.name}.floors.json"
+    saved = saved_floors_path(checkpoint)
     if not is_new(checkpoint) and saved.exists():
         return json.loads(saved.read_text()), None
     floors: dict[str, dict[str, int] | None] = {}
@@ -154,12 +161,10 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
         floors.update(ingest_floors(held_offsets(spark, [naming.table("bronze", p.name)], p.topic),
                                     held_offsets(spark, [naming.table("quarantine", p.name)], p.topic)))
     if "speed" in roles:
-        replayed = naming.checkpoint_dir(cfg, p.name, "speed", version)
-        table = contracts.storage_table(p, version)
-        taken_over = taken_over_offsets(spark, p, version, replayed, p.topic) if replayed != checkpoint else None
         floors["speed"] = taken_over
         if taken_over is None:
-            prepare_speed_table(spark, table, cfg.kafka.starting_offsets if "ingest" in roles else "earliest")
+            prepare_speed_table(spark, contracts.storage_table(p, version),
+                                cfg.kafka.starting_offsets if "ingest" in roles else "earliest")
     start = (starting_json(p.topic, sorted(offsets(cfg, p.topic)), list(floors.values()))
              if any(floors.values()) else None)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
@@ -168,9 +173,9 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
 
 
 def taken_over_offsets(spark: SparkSession, p: Pipeline, version: int, replayed: Path, topic: str) -> dict[str, int] | None:
-    """Where the main job takes over a replayed version: after the replay's last committed micro-batch,
-    or after the one it was stopped in if that one's partials append had landed (a stop can interrupt
-    a micro-batch after its write and before its commit; taking over before it would count it twice)."""
+    """Where a new lineage takes over a speed table from the lineage ``replayed``: after its last committed
+    micro-batch, or after the one it was stopped in if that one's partials append had landed (a stop can
+    interrupt a micro-batch after its write and before its commit; taking over before it would count it twice)."""
     from spark_jobs.io.rerun import partials_written
 
     pending = uncommitted_batch(replayed)
