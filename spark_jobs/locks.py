@@ -31,6 +31,14 @@ def switch_lock_name(pipeline: str) -> str:
     return f"replay-{pipeline}"
 
 
+def serving_view_lock_name(pipeline: str) -> str:
+    """Held from a read of the pipeline's active speed version to the replace of ``serving.<p>`` on it
+    (``serving.view_lock``), and by a replay switch around its view refresh and its record of the new
+    active version: a publish's refresh then comes wholly before or after a switch. Short: never held
+    while a query catches up."""
+    return f"serving-view-{pipeline}"
+
+
 _held = threading.local()  # locks THIS thread holds: the job service runs commands on threads of one process
 
 
@@ -59,6 +67,17 @@ def held_elsewhere(cfg: TidewaterConfig, name: str) -> bool:
 def exclusive(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[None]:
     """Hold lock ``name`` for the block; wait up to ``wait_seconds`` for another holder to finish."""
     with exclusive_file(lock_path(cfg, name), wait_seconds, name):
+        yield
+
+
+@contextlib.contextmanager
+def reentrant(cfg: TidewaterConfig, name: str, wait_seconds: float) -> Iterator[None]:
+    """``exclusive``; in a thread that holds lock ``name`` already, the block runs under that hold (a
+    second ``flock`` of the same file would wait for the thread itself)."""
+    if name in _held_here():
+        yield
+        return
+    with exclusive(cfg, name, wait_seconds):
         yield
 
 

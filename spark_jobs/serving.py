@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
@@ -38,6 +38,17 @@ from lakehouse.utc import EPOCH, sql_timestamp
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+VIEW_LOCK_WAIT_SECONDS = 600.0  # its holders replace one view (and a switch records one version): seconds
+
+
+def view_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
+    """The lock of ``serving.<p>``'s speed version: ``refresh_view`` holds it from its read of the active
+    version to the replace of the view, and a replay switch holds it around its refresh and its
+    ``set_active_version``, so neither comes between the other's two steps. A thread that holds it
+    already (a switch, then its refresh) holds it on."""
+    from spark_jobs.locks import reentrant, serving_view_lock_name
+
+    return reentrant(cfg, serving_view_lock_name(p.name), VIEW_LOCK_WAIT_SECONDS)
 
 
 def _differs(p: Pipeline) -> str:
@@ -138,21 +149,25 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
 
 def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_version: int | None = None,
                  cutoff: datetime | None = None) -> str:
-    """(Re)create ``serving.<p>`` on the active (or given) speed version; returns the DDL."""
+    """(Re)create ``serving.<p>`` on the given speed version, or the active one, read under ``view_lock``
+    and held until the view is replaced: a replay switch (its refresh and its record of the new active
+    version, under the same lock) comes wholly before or after, so the view never stays on a version
+    the switch froze. Returns the DDL."""
     from lakehouse.speed_versions import active_version
     from spark_jobs.batch_runs import published_cutoff
 
-    version = speed_version or active_version(cfg, p.name)
-    speed_table = naming.speed_table(p.name, version)
-    contracts.ensure(spark, contracts.speed(p, version))
-    mode = cfg.mode
-    if mode != "kappa":
-        contracts.ensure(spark, contracts.batch(p))
-        add_served_columns(spark, cfg, p, speed_table)
+    lambda_mode = cfg.mode != "kappa"
+    if lambda_mode:  # before the lock: a first fill of the served columns takes the batch lock
+        labelled_by = speed_version or active_version(cfg, p.name)  # the fill's finality only
+        contracts.ensure(spark, contracts.batch(p), contracts.speed(p, labelled_by))
+        add_served_columns(spark, cfg, p, naming.speed_table(p.name, labelled_by))
         cutoff = cutoff or published_cutoff(spark, p.name)
-        mode = "lambda" if one_definition(cfg, p, version) else "kappa"
-    view = naming.table("serving", p.name)
-    return replace_view(spark, view, view_sql(p, mode, version, cutoff, lambda t: delta_relation(cfg, t)))
+    with view_lock(cfg, p):
+        version = speed_version or active_version(cfg, p.name)
+        contracts.ensure(spark, contracts.speed(p, version))
+        mode = "lambda" if lambda_mode and one_definition(cfg, p, version) else "kappa"
+        select = view_sql(p, mode, version, cutoff, lambda t: delta_relation(cfg, t))
+        return replace_view(spark, naming.table("serving", p.name), select)
 
 
 def one_definition(cfg: TidewaterConfig, p: Pipeline, version: int) -> bool:
