@@ -19,7 +19,7 @@ from lakehouse.errors import ServiceError, TidewaterError, TopicMissing
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version
 from spark_jobs import definition_guard
-from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.kafka_admin import offsets, require_log_append_time
 
 REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
 
@@ -122,7 +122,8 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
 
 
 def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
-    """``TopicMissing`` when the pipeline's topic does not exist, one line when Kafka does not answer."""
+    """``TopicMissing`` when the pipeline's topic does not exist, one line when Kafka does not answer or
+    the topic's record times come from the producers' clocks (``kafka_admin.require_log_append_time``)."""
     from kafka.errors import KafkaError
 
     try:
@@ -132,6 +133,7 @@ def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
                            "start it with 'tidewater up'") from None
     if not found:
         raise TopicMissing(p.name, p.topic, cfg.kafka.bootstrap)
+    require_log_append_time(cfg, p.topic)
 
 
 def parse_offsets(text: str | None) -> dict[str, Any]:

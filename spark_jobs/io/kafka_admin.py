@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from lakehouse.config import TidewaterConfig
+from lakehouse.errors import TidewaterError
+
+TIMESTAMP_TYPE = "message.timestamp.type"
 
 
 def topic_retention_ms(cfg: TidewaterConfig) -> int:
@@ -15,7 +18,7 @@ def topic_configs(cfg: TidewaterConfig) -> dict[str, str]:
     reference for "when did this event arrive" (future-skew check, first-copy-wins dedup) must not
     come from the producer clock it is checking. Durability: an acks=all write needs
     ``min.insync.replicas`` copies (2 of 3 in a cluster), and an out-of-sync replica never becomes leader."""
-    return {"retention.ms": str(topic_retention_ms(cfg)), "message.timestamp.type": "LogAppendTime",
+    return {"retention.ms": str(topic_retention_ms(cfg)), TIMESTAMP_TYPE: "LogAppendTime",
             "min.insync.replicas": str(cfg.kafka.min_insync_replicas), "unclean.leader.election.enable": "false"}
 
 
@@ -57,6 +60,32 @@ def offsets(cfg: TidewaterConfig, topic: str) -> dict[int, tuple[int, int]]:
         return {tp.partition: (begin[tp], end[tp]) for tp in tps}
     finally:
         consumer.close()
+
+
+def timestamp_type(cfg: TidewaterConfig, topic: str) -> str:
+    """The topic's effective ``message.timestamp.type`` (its own setting, else the broker's default)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
+    try:
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, configs={TIMESTAMP_TYPE: None})
+        described = admin.describe_configs([resource], config_filter="all")
+    finally:
+        admin.close()
+    entry = described.get("topic", {}).get(topic, {}).get(TIMESTAMP_TYPE) or {}
+    return str(entry.get("value") or "CreateTime")  # Kafka's own default
+
+
+def require_log_append_time(cfg: TidewaterConfig, topic: str) -> None:
+    """Refuse a topic whose records carry the producer's clock: the future-skew check and the batch
+    cutoff's arrival bound would then trust the very clock they check (``topic_configs``)."""
+    found = timestamp_type(cfg, topic)
+    if found != "LogAppendTime":
+        raise TidewaterError(
+            f"kafka: topic '{topic}' has {TIMESTAMP_TYPE}={found}, so record times come from the producers' clocks; "
+            f"set it to the broker's clock: kafka-configs.sh --bootstrap-server {cfg.kafka.bootstrap} --alter "
+            f"--entity-type topics --entity-name {topic} --add-config {TIMESTAMP_TYPE}=LogAppendTime")
 
 
 def topic_config(cfg: TidewaterConfig, topic: str) -> dict[str, str]:

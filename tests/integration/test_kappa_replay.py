@@ -119,7 +119,8 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
     from kafka.admin import NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap)  # created earlier in lambda mode: 7 days
-    admin.create_topics([NewTopic(TOPIC, cfg.kafka.partitions, 1, topic_configs={"retention.ms": "604800000"})])
+    admin.create_topics([NewTopic(TOPIC, cfg.kafka.partitions, 1, topic_configs={
+        "retention.ms": "604800000", "message.timestamp.type": "LogAppendTime"})])
     admin.close()
     assert not ensure_topic(cfg, TOPIC)
     assert wait_until(lambda: topic_config(cfg, TOPIC).get("retention.ms") == "-1", 30)  # kappa keeps the whole log

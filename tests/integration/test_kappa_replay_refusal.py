@@ -29,7 +29,8 @@ def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: 
     cfg = stack
     topic = "replay-retention-test"
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap)
-    admin.create_topics([NewTopic(topic, 2, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576"})])
+    admin.create_topics([NewTopic(topic, 2, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576",
+                                                         "message.timestamp.type": "LogAppendTime"})])
     prod = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all")
     for i in range(40):
         prod.send(topic, value=b'{"i": %d}' % i, partition=i % 2)

@@ -105,3 +105,36 @@ def test_every_jvm_command_without_java_says_so_in_one_line(stack: Any) -> None:
     assert bad_home.returncode == 2, bad_home.stdout + bad_home.stderr
     assert one_line(bad_home) == (f"tidewater: config error: 'JAVA_HOME' is '{cfg.data_dir / 'no-jdk'}'; expected "
                                   "a JDK 17 folder with bin/java; set JAVA_HOME to one, or unset it to use java from PATH")
+
+
+def test_topic_with_producer_clock_times_is_refused_at_up_and_speed_start(stack: Any) -> None:
+    """A topic created outside Tidewater with ``message.timestamp.type=CreateTime`` (Kafka's default) would
+    let producers' clocks decide what counts as future-skewed and where the batch cutoff lies: both
+    ``tidewater up`` (its topic step) and ``speed start`` refuse it with one line naming the topic and the
+    fix; once the fix is applied, the same checks pass."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.io.kafka_admin import TIMESTAMP_TYPE, require_log_append_time
+    from tidewater.commands.stack import create_topics
+
+    cfg = stack
+    p = load_pipeline("game_sessions", cfg.pipelines)
+    admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap)
+    admin.create_topics([NewTopic(p.topic, 2, 1)])  # as an external cluster or an older stack made it
+    fix = f"--entity-name {p.topic} --add-config {TIMESTAMP_TYPE}=LogAppendTime"
+    try:
+        start = tidewater("speed", "start", p.name)
+        assert start.returncode == TidewaterError.EXIT_CODE, start.stdout + start.stderr
+        line = one_line(start)
+        assert f"topic '{p.topic}' has {TIMESTAMP_TYPE}=CreateTime" in line and fix in line
+        assert not list((cfg.data_dir / "run").glob("speed-*.pid"))
+        with pytest.raises(TidewaterError, match=f"topic '{p.topic}' has {TIMESTAMP_TYPE}=CreateTime"):
+            create_topics(cfg)  # the topic step of 'tidewater up'
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, p.topic, configs={TIMESTAMP_TYPE: "LogAppendTime"})])
+        require_log_append_time(cfg, p.topic)
+        assert p.topic not in create_topics(cfg)
+    finally:
+        admin.delete_topics([p.topic])
+        admin.close()

@@ -36,15 +36,18 @@ def select_services(only: list[str] | None) -> list[Any]:
 
 
 def create_topics(cfg: TidewaterConfig) -> list[str]:
-    """Create every pipeline's topic (idempotent) with the configured partitions and retention."""
+    """Create every pipeline's topic (idempotent) with the configured partitions and retention; refuse
+    an existing one whose record times come from the producers' clocks."""
     from lakehouse.pipeline import available_pipelines, load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.io.kafka_admin import ensure_topic, require_log_append_time
 
     made = []
     for name in available_pipelines():
         p = load_pipeline(name, cfg.pipelines)
         if ensure_topic(cfg, p.topic):
             made.append(p.topic)
+        else:
+            require_log_append_time(cfg, p.topic)
     return made
 
 
