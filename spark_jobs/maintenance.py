@@ -2,7 +2,8 @@
 
 * ``tables``: Delta ``OPTIMIZE`` then ``VACUUM ... RETAIN N HOURS`` on every Delta table of the
   layer databases; N is never below 168 h (Delta's own safety limit, which keeps files that
-  running readers and streaming checkpoints may still need).
+  running readers and streaming checkpoints may still need). A commit conflict with a concurrent
+  writer is retried; a table that still fails is reported and the run goes on (``maintained``).
 * ``ops``: deletes ``ops.*`` rows older than N days (each table's own time column).
 * ``checkpoints``: removes checkpoint folders of retired speed-query versions: every
   ``speed_v<N>``/``stream_v<N>`` lineage other than those of the active version (``lakehouse.speed_versions``) and the previous one
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MIN_RETENTION_HOURS = 168
+CONFLICT_ATTEMPTS = 3
+# Delta's optimistic-concurrency conflicts (error classes DELTA_CONCURRENT_*; ConcurrentDeleteDeleteException, ...)
+CONFLICT = re.compile(r"DELTA_CONCURRENT_|Concurrent\w*Exception")
 OPS_TIME_COLUMNS = {"stream_progress": "recorded_at", "batch_runs": "staged_at", "reconciliation": "recorded_at"}
 # a checkpoint of any lineage of a version (``naming.checkpoint_dir``), and its warm-up scratch table
 _SPEED_CHECKPOINT = re.compile(r"^(?:speed|stream)_v(\d+)(?:-l\d+)?(?:\.warm-up)?$")
@@ -90,9 +95,27 @@ def vacuum_settings(spark: SparkSession) -> Iterator[None]:
 
 
 def optimize_and_vacuum(spark: SparkSession, retention_hours: int, dry_run: bool = False) -> list[dict[str, Any]]:
+    """Every Delta table's OPTIMIZE + VACUUM (``maintained``): a table that fails is reported in its row
+    (``error``), and the others are still maintained."""
     require_safe_retention(retention_hours)
     with vacuum_settings(spark):
-        return [_optimize_and_vacuum(spark, table, retention_hours, dry_run) for table in delta_tables(spark)]
+        return [maintained(spark, table, retention_hours, dry_run) for table in delta_tables(spark)]
+
+
+def maintained(spark: SparkSession, table: str, retention_hours: int, dry_run: bool,
+               attempts: int = CONFLICT_ATTEMPTS) -> dict[str, Any]:
+    """One table's OPTIMIZE + VACUUM. A commit conflict with a concurrent writer of the table (another
+    compaction, a DELETE) is retried, up to ``attempts`` in all; a table that still fails, or fails any
+    other way, is reported with its error (one line) instead of ending the maintenance run."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return {**_optimize_and_vacuum(spark, table, retention_hours, dry_run), "attempts": attempt}
+        except Exception as exc:
+            text = str(exc).strip()
+            if attempt == attempts or not CONFLICT.search(text):
+                return {"table": table, "attempts": attempt, "error": text.splitlines()[0][:500] if text else repr(exc)}
+            time.sleep(attempt)
+    raise AssertionError("unreachable: the last attempt returns")
 
 
 def _optimize_and_vacuum(spark: SparkSession, table: str, retention_hours: int, dry_run: bool) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``tidewater maintenance [--only tables|ops|checkpoints] [--dry-run]``: Delta housekeeping.
 
 OPTIMIZE + VACUUM of every layer table, ``ops.*`` retention and clean-up of retired speed-query
-checkpoints (``spark_jobs.maintenance``). Prints one JSON report.
+checkpoints (``spark_jobs.maintenance``). Prints one JSON report; a table that could not be maintained
+is named in it (``error``) and the exit status is 1, after every other table was maintained.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     maintenance.require_safe_retention(args.retention_hours)  # refuse before any Spark start
     maintenance.require_ops_retention(args.ops_retention_days)
     report: dict[str, object] = {"dry_run": args.dry_run}
+    tables: list[dict[str, object]] = []
     if "checkpoints" in parts:
         report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
     if {"tables", "ops"} & set(parts):
@@ -32,9 +34,12 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
             report["ops_rows_deleted"] = maintenance.ops_retention(spark, args.ops_retention_days, args.dry_run)
         if "tables" in parts:
             progress(f"OPTIMIZE + VACUUM (retain {args.retention_hours} h) …")
-            report["tables"] = maintenance.optimize_and_vacuum(spark, args.retention_hours, args.dry_run)
+            report["tables"] = tables = maintenance.optimize_and_vacuum(spark, args.retention_hours, args.dry_run)
     print(json.dumps(report, default=str))
-    return 0
+    failed = [row for row in tables if "error" in row]
+    for row in failed:
+        progress(f"maintenance: {row['table']} failed after {row['attempts']} attempt(s): {row['error']}")
+    return 1 if failed else 0
 
 
 def register(sub: Subparsers) -> None:
