@@ -2,9 +2,10 @@
 
 The file is ``tidewater.yml`` in the working directory, or the path in ``TIDEWATER_CONFIG``.
 Environment variables override single keys (see ``ENV_OVERRIDES``). Every problem raises
-:class:`ConfigError` naming the key, what it holds and the form that is expected. The raw values
-become these dataclasses in ``lakehouse.config_parse``; the checks they must pass are
-``lakehouse.config_checks``.
+:class:`ConfigError` naming the key, what it holds and the form that is expected, or, for a file that does
+not parse, :class:`YamlSyntaxError` naming its line and column. The raw values
+become these dataclasses (the services' sections: ``lakehouse.config_services``) in
+``lakehouse.config_parse``; the checks they must pass are ``lakehouse.config_checks``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from lakehouse.config_parse import build, set_dotted
+from lakehouse.config_services import (
+    AirflowConfig,
+    BiConfig,
+    JobServiceConfig,
+    MetastoreConfig,
+    PostgresConfig,
+    ReplayConfig,
+    ThriftConfig,
+)
 from lakehouse.errors import ConfigError
+from lakehouse.yaml_file import read_yaml
 
 MODES = ("lambda", "kappa")
 DAGS = ("speed", "batch", "quality", "maintenance", "replay")  # dags/tidewater_<name>.py
@@ -46,9 +58,6 @@ ENV_OVERRIDES = {
     "TIDEWATER_JVM_OPTIONS": "jvm_options",
 }
 MAX_BROKERS = 9
-# the choices of a database setting, first = default (postgres: infra/services/postgres.py, docs/operations.md)
-DATABASES = {"metastore.backend": ("derby", "postgres"), "airflow.database": ("sqlite", "postgres")}
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PORT_STRIDE = 2  # broker i (1..N) listens on kafka.port + 2(i-1), its controller on kafka.controller_port + 2(i-1)
 
 
@@ -104,71 +113,6 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
-class ThriftConfig:
-    """The Spark Thrift server (JDBC); loopback only. ``max_staleness_seconds``: how far behind other
-    processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
-    the server's memory, rebuilt at most this often while its tables change (so it lags by up to this
-    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving_cache``). Other tables
-    are always read at their newest commit. 0: ``serving.<p>`` too (no in-memory copy)."""
-    host: str = "127.0.0.1"
-    port: int = 10000
-    max_staleness_seconds: int = 5
-
-
-@dataclass(frozen=True)
-class MetastoreConfig:
-    host: str = "127.0.0.1"
-    port: int = 1527  # the Derby network server
-    backend: str = DATABASES["metastore.backend"][0]
-
-
-@dataclass(frozen=True)
-class PostgresConfig:
-    """The PostgreSQL server of a ``postgres`` backend: Tidewater's own cluster (``managed``, loopback
-    only), or an existing server whose password comes from ``TIDEWATER_POSTGRES_PASSWORD``."""
-    host: str = "127.0.0.1"
-    port: int = 15432
-    user: str = "tidewater"
-    managed: bool = True
-
-
-@dataclass(frozen=True)
-class AirflowConfig:
-    host: str = "127.0.0.1"
-    port: int = 8080
-    database: str = DATABASES["airflow.database"][0]  # Airflow's metadata DB
-    batch_schedule: str = "@hourly"
-    # DAGs (tidewater_<name>) created unpaused by the first `tidewater up`; "" keeps all of them paused
-    active_dags: str = "speed,batch,quality"
-
-    @property
-    def active(self) -> tuple[str, ...]:
-        return tuple(d.strip() for d in self.active_dags.split(",") if d.strip())
-
-
-@dataclass(frozen=True)
-class BiConfig:
-    """Apache Superset (``make bi``, infra/services/superset.py); loopback only."""
-    enabled: bool = False
-    host: str = "127.0.0.1"
-    port: int = 8088
-
-
-@dataclass(frozen=True)
-class JobServiceConfig:
-    """The Tidewater job service (infra/services/job_service.py): one warm Spark driver that runs
-    Spark-bound CLI commands; loopback only, token-authenticated."""
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = 10010
-
-
-@dataclass(frozen=True)
-class ReplayConfig:
-    max_lag_records: int = 0
-
-
-@dataclass(frozen=True)
 class TidewaterConfig:
     data_dir: Path = Path(".tidewater")
     mode: str = "lambda"
@@ -204,22 +148,14 @@ class TidewaterConfig:
 
 def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> TidewaterConfig:
     """Load ``tidewater.yml`` (or ``path``/``$TIDEWATER_CONFIG``), apply env overrides, validate."""
-    import yaml
-
     from lakehouse.config_checks import validate  # it reads this module's constants
-    from lakehouse.config_parse import build, set_dotted
 
     env = dict(os.environ if env is None else env)
     explicit = path or env.get("TIDEWATER_CONFIG")
     cfg_path = Path(explicit) if explicit else Path("tidewater.yml")
     raw: dict[str, Any] = {}
     if cfg_path.exists():
-        try:
-            loaded = yaml.safe_load(cfg_path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(str(cfg_path), "<file>", f"valid YAML (parse error{where})") from None
+        loaded = read_yaml(cfg_path) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(str(cfg_path), type(loaded).__name__, "a YAML mapping of keys")
         raw = loaded

@@ -1,13 +1,21 @@
 """The checks a loaded config must pass (``validate``): every bad setting raises one
 :class:`ConfigError` that names the key, what it holds and the form that is expected.
+
+Hosts: a wildcard bind address (0.0.0.0, ::, *) is never a host's value. The services Tidewater starts
+itself bind a loopback address; only an external service may be elsewhere: a Kafka cluster given by
+``kafka.bootstrap_servers`` (``kafka.host`` is then unused) and a PostgreSQL server with
+``postgres.managed: false``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from typing import TYPE_CHECKING
 
-from lakehouse.config import DAGS, DATABASES, LOOPBACK, MAX_BROKERS, MODES, PORT_STRIDE
+from lakehouse.config import DAGS, MAX_BROKERS, MODES, PORT_STRIDE
+from lakehouse.config_services import DATABASES, LOOPBACK
 from lakehouse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -45,9 +53,7 @@ def validate(cfg: TidewaterConfig) -> None:
     unknown = sorted(set(cfg.airflow.active) - set(DAGS))
     if unknown:
         raise ConfigError("airflow.active_dags", cfg.airflow.active_dags, f"comma-separated DAG names out of {', '.join(DAGS)}")
-    for key, host in (("bi.host", cfg.bi.host), ("job_service.host", cfg.job_service.host)):
-        if host not in LOOPBACK:
-            raise ConfigError(key, host, "a loopback address (127.0.0.1): the service is local only")
+    _validate_hosts(cfg)
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
     if not 0 <= cfg.spark.speed_nice <= 19:
@@ -76,13 +82,54 @@ def validate(cfg: TidewaterConfig) -> None:
         raise ConfigError("spark.driver_memory", cfg.spark.driver_memory, "a JVM size such as 2g or 512m")
 
 
+def is_wildcard(host: str) -> bool:
+    """0.0.0.0, ::, * or another spelling of them ('0', '[::]'): every address of the machine, for a bind only."""
+    bare = host.strip().strip("[]")
+    if bare in ("", "*"):
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_unspecified
+    except ValueError:
+        pass
+    try:
+        return socket.inet_aton(bare) == bytes(4)
+    except OSError:
+        return False
+
+
+def _validate_hosts(cfg: TidewaterConfig) -> None:
+    hosts = {"kafka.host": cfg.kafka.host, "metastore.host": cfg.metastore.host, "thrift.host": cfg.thrift.host,
+             "airflow.host": cfg.airflow.host, "postgres.host": cfg.postgres.host, "bi.host": cfg.bi.host,
+             "job_service.host": cfg.job_service.host}
+    servers = [s.strip() for s in cfg.kafka.bootstrap_servers.split(",") if s.strip()]
+    loopback = "a loopback address (127.0.0.1)"
+    local_only = {  # key -> the form expected of it; a key without one may name another host
+        "kafka.host": "" if servers else f"{loopback}: Tidewater's own brokers listen on it; for an external "
+                                         "cluster set kafka.bootstrap_servers",
+        "metastore.host": f"{loopback}: Tidewater starts the Derby metastore itself, without authentication",
+        "thrift.host": f"{loopback}: the Thrift server has no authentication",
+        "airflow.host": f"{loopback}: Tidewater starts Airflow's API server itself",
+        "postgres.host": "" if not cfg.postgres.managed else f"{loopback} while postgres.managed is true; set "
+                                                             "postgres.managed: false for an existing server",
+        "bi.host": f"{loopback}: the service is local only",
+        "job_service.host": f"{loopback}: the service is local only",
+    }
+    for key, expected in local_only.items():
+        if expected and hosts[key] not in LOOPBACK:
+            raise ConfigError(key, hosts[key], expected)
+    for key, host in hosts.items():
+        if is_wildcard(host):
+            raise ConfigError(key, host, "the address of one host, not a wildcard bind address (0.0.0.0, ::), "
+                              "e.g. 127.0.0.1")
+    if any(is_wildcard(server.rpartition(":")[0] if ":" in server else server) for server in servers):
+        raise ConfigError("kafka.bootstrap_servers", cfg.kafka.bootstrap_servers,
+                          "HOST:PORT pairs of the cluster's brokers, not a wildcard bind address (0.0.0.0, ::)")
+
+
 def _validate_databases(cfg: TidewaterConfig) -> None:
     for key, value in (("metastore.backend", cfg.metastore.backend), ("airflow.database", cfg.airflow.database)):
         if value not in DATABASES[key]:
             raise ConfigError(key, value, " or ".join(f"'{choice}'" for choice in DATABASES[key]))
-    if cfg.postgres.managed and cfg.postgres.host not in LOOPBACK:
-        raise ConfigError("postgres.host", cfg.postgres.host, "a loopback address (127.0.0.1) while postgres.managed "
-                          "is true; set postgres.managed: false for an existing server")
     if not re.match(r"^[a-z_][a-z0-9_]{0,62}$", cfg.postgres.user):
         raise ConfigError("postgres.user", cfg.postgres.user, "a role name: lower-case letters, digits and _")
 

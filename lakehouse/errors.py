@@ -43,12 +43,24 @@ class ConfigError(TidewaterError):
 
 
 class PipelineDefinitionError(TidewaterError):
-    """A pipeline YAML definition is invalid."""
+    """A pipeline YAML definition is invalid; ``source`` names the file it was read from, when it was."""
 
-    def __init__(self, pipeline: str, field: str, problem: str) -> None:
-        self.pipeline, self.field = pipeline, field
+    def __init__(self, pipeline: str, field: str, problem: str, source: str = "") -> None:
+        self.pipeline, self.field, self.problem, self.source = pipeline, field, problem, source
+        origin = f" ({source})" if source else ""
         where = f": field '{field}' " if field else " "  # no field: the pipeline's name itself
-        super().__init__(f"pipeline '{pipeline}'{where}{problem}")
+        super().__init__(f"pipeline '{pipeline}'{origin}{where}{problem}")
+
+
+class YamlSyntaxError(TidewaterError):
+    """A YAML file (tidewater.yml, a pipeline definition) that does not parse: ``where`` is the line and
+    column of the error, as 'line L, column C'."""
+
+    def __init__(self, path: str, where: str, problem: str) -> None:
+        self.path, self.where = path, where
+        at = f" at {where}" if where else ""
+        super().__init__(f"{path} is not valid YAML{at}: {problem}; fix the YAML syntax there (close every bracket "
+                         "and quote, indent with spaces, each key of a mapping alike, quote a value that holds ': ' or ' #')")
 
 
 class ServiceError(TidewaterError):

@@ -106,7 +106,6 @@ def test_a_collector_chosen_in_jvm_options_replaces_the_brokers_own(tmp_path: Pa
         ("thrift: {max_staleness_seconds: 600}\n", {},
          "'thrift.max_staleness_seconds' is 600; expected an integer from 0 (every JDBC query reads the newest commit) to 60"),
         ("kafka: {starting_offsets: middle}\n", {}, "'kafka.starting_offsets' is 'middle'; expected 'earliest' or 'latest'"),
-        ("mode: [\n", {}, "expected valid YAML (parse error at line"),
         ("{}", {"TIDEWATER_JVM_OPTIONS": "TieredStopAtLevel=1"}, "'jvm_options' is 'TieredStopAtLevel=1' (from TIDEWATER_JVM_OPTIONS); expected JVM flags"),
         ("jvm_options: \"-Da='b\"\n", {}, "expected JVM flags separated by spaces"),
         ("kafka: {brokers: 0}\n", {}, "'kafka.brokers' is 0; expected an integer from 1 to 9"),

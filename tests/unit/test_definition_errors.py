@@ -1,5 +1,5 @@
 """Bad definitions and settings stop with one line naming the problem and the fix (exit 2), never a
-traceback (issue 11, defect 11). Pure validations here; three cases through the real CLI."""
+traceback. Pure validations here; a few cases through the real CLI."""
 
 from __future__ import annotations
 
@@ -52,6 +52,102 @@ def test_allowed_lateness_shorter_than_the_watermark_is_refused() -> None:
     assert parse_pipeline(raw).lateness_seconds == 120
     with pytest.raises(PipelineDefinitionError, match="shorter than the watermark '10 minutes'"):
         load_pipeline("sensor_readings", {"sensor_readings": {"watermark": "10 minutes", "allowed_lateness": "5 minutes"}})
+
+
+def _declare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stem: str, text: str) -> Path:
+    """A pipelines folder holding one definition file, ``<stem>.yml``; its path."""
+    monkeypatch.setattr("lakehouse.pipeline.PIPELINES_DIR", tmp_path)
+    path = tmp_path / f"{stem}.yml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "hint"),
+    [
+        (lambda r: r.update(alowed_lateness="5 minutes"), "alowed_lateness", "did you mean 'allowed_lateness'?"),
+        (lambda r: r.update(watermak=r.pop("watermark")), "watermak", "did you mean 'watermark'?"),
+        (lambda r: r.update(colour="blue"), "colour", "remove it or use one of: name, owner, description, topic"),
+        (lambda r: r["window"].update(sise="1 minute"), "window.sise", "did you mean 'size'?"),
+        (lambda r: r["window"].update(allowed_lateness="1 minute"), "window.allowed_lateness",
+         "remove it or use one of: type, size, slide, gap"),
+        (lambda r: r["aggregates"].append({"name": "x", "fn": "max", "colum": "temperature"}), "aggregates[4].colum",
+         "did you mean 'column'?"),
+        (lambda r: r["quality"].update(max_quarantine_rat=0.1), "quality.max_quarantine_rat",
+         "did you mean 'max_quarantine_rate'?"),
+        (lambda r: r.update(quality={"range": {"temperature": [-90, 70]}}), "quality.range", "did you mean 'ranges'?"),
+        (lambda r: r.update(quality={"ranges": {"temprature": [-90, 70]}}), "quality.ranges.temprature",
+         "did you mean 'temperature'?"),
+    ],
+)
+def test_unknown_keys_are_refused_with_the_closest_known_one(mutate: Any, field: str, hint: str) -> None:
+    raw = _raw()
+    mutate(raw)
+    with pytest.raises(PipelineDefinitionError) as err:
+        parse_pipeline(raw)
+    assert f"field '{field}' is not a known key" in str(err.value) and hint in str(err.value), err.value
+
+
+def test_an_unknown_key_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (PIPELINES_DIR / "sensor_readings.yml").read_text() + "alowed_lateness: 5 minutes\n"
+    path = _declare(tmp_path, monkeypatch, "sensor_readings", text)
+    with pytest.raises(PipelineDefinitionError) as err:
+        load_pipeline("sensor_readings")
+    assert str(err.value).startswith(f"pipeline 'sensor_readings' ({path}): field 'alowed_lateness' is not a known "
+                                     "key; did you mean 'allowed_lateness'?"), err.value
+
+
+def test_the_name_must_be_the_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _declare(tmp_path, monkeypatch, "sensors", (PIPELINES_DIR / "sensor_readings.yml").read_text())
+    with pytest.raises(PipelineDefinitionError) as err:
+        load_pipeline("sensors")
+    assert str(err.value) == (f"pipeline 'sensors' ({path}): field 'name' is 'sensor_readings', not the file's name; "
+                              "set name: sensors, or rename the file to sensor_readings.yml")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("name: sensor_readings\nschema: {event_id: string\n", "line 3, column 1: expected ',' or '}'"),
+        ("name: sensor_readings\nwindow: tumbling: 1 minute\n", "line 2, column 17: mapping values are not allowed here"),
+    ],
+)
+def test_a_malformed_pipeline_file_names_file_line_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              text: str, where: str) -> None:
+    path = _declare(tmp_path, monkeypatch, "sensor_readings", text)
+    with pytest.raises(TidewaterError) as err:
+        load_pipeline("sensor_readings")
+    message = str(err.value)
+    assert message.startswith(f"{path} is not valid YAML at {where}"), message
+    assert "fix the YAML syntax there" in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("mode: [\n", "line 2, column 1: expected the node content, but found '<stream end>'"),
+        ("kafka:\n  port: 1\n bad: 2\n", "line 3, column 2: expected <block end>, but found '<block mapping start>'"),
+        ("mode: lambda: kappa\n", "line 1, column 13: mapping values are not allowed here"),
+    ],
+)
+def test_a_malformed_config_file_names_file_line_and_column(tmp_path: Path, text: str, where: str) -> None:
+    path = tmp_path / "tidewater.yml"
+    path.write_text(text)
+    with pytest.raises(TidewaterError) as err:
+        load_config(path, env={})
+    message = str(err.value)
+    assert message.startswith(f"{path} is not valid YAML at {where}"), message
+    assert "fix the YAML syntax there" in message and "\n" not in message, message
+
+
+def test_cli_prints_malformed_yaml_as_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "tidewater.yml"
+    path.write_text("kafka: {port: 9092\n")
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "--config", str(path), "config", "show"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tidewater: {path} is not valid YAML at line 2, column 1"), out.stderr
 
 
 @pytest.mark.parametrize("name", ["../pipelines/sensor_readings", "sensor_readings/..", "a/b", "..", ""])
