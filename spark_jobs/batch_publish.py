@@ -5,8 +5,10 @@ every window and no delete, replaces the table's rows (one overwrite commit, no 
 The rows carry what the serving view shows beside them (finality, ``as_of``), so the view reads
 ``batch.<p>`` itself: one table written, not two. Then the run record, beside the serving view. An
 interrupted publish leaves the previous results intact; the run stays ``staged`` and publishing it again
-writes the same absolute values. ``batch_lock`` makes one writer of the batch tables at a time (see
-``spark_jobs.batch`` for stage).
+writes the same absolute values. A run whose rows are in ``batch.<p>`` is recorded ``published`` (the
+next incremental run folds onto those rows) even when its view refresh fails; that publish fails, and
+publishing the run again refreshes the view, a no-op once it serves the latest published cutoff.
+``batch_lock`` makes one writer of the batch tables at a time (see ``spark_jobs.batch`` for stage).
 """
 
 from __future__ import annotations
@@ -119,7 +121,8 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
         run = batch_runs.as_read(just_staged)
     else:
         done = batch_runs.already_published(spark, p.name, run_id)
-        if done is not None:  # a retried or cleared publish task: the run is live, nothing to redo
+        if done is not None:  # a retried or cleared publish task: its rows are live; the view is made to
+            refresh_view(spark, cfg, p)  # serve them (the latest published cutoff; left alone if it does)
             return {**done, "already_published": True}
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     started = time.monotonic()
@@ -131,12 +134,25 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     run.update(status="published", published_at=batch_runs.now(),
                duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
     recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
-    refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    try:
+        refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+    except Exception as exc:
+        recording.thread.join()  # the rows are published: their record too (or the run stays staged)
+        raise view_not_moved(p, run, exc) from exc
     steps.done("view")
     recording.join()
     steps.done("run record (beside the view)")
     steps.report(f"batch: {p.name} publish")
     return run
+
+
+def view_not_moved(p: Pipeline, run: dict[str, Any], exc: Exception) -> TidewaterError:
+    """The run's rows are in ``batch.<p>`` but ``serving.<p>`` still shows the previous cutoff: publishing
+    the run again moves the view (``publish_staged``)."""
+    cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return TidewaterError(f"batch: run {run['run_id']} of {p.name} is in {naming.table('batch', p.name)}, but "
+                          f"{naming.table('serving', p.name)} was not moved to its cutoff ({cause}); publish it "
+                          f"again to move the view: 'tidewater batch {p.name} --publish --run-id {run['run_id']}'")
 
 
 def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps,

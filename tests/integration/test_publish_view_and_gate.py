@@ -167,3 +167,44 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
     assert active and active != frozen
     assert served(spark, p, "speed") == active, "serving reads the frozen v1, not the active v2"
     assert switch_waited, "the switch did not wait for the publish's view refresh"
+
+
+def test_a_publish_whose_view_refresh_failed_moves_the_view_when_published_again(
+        spark: SparkSession, cfg: TidewaterConfig) -> None:
+    """The publish's session cannot read Delta tables by path (``spark.sql.runSQLOnFiles`` off), which the
+    view's definition does: its MERGE commits, its view refresh fails. The run's rows are in ``batch.<p>``
+    (and it is recorded published: the next incremental run folds onto them), and publishing it again,
+    as a retried task does, moves the view to the run's cutoff."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    from lakehouse.utc import as_utc
+    from spark_jobs import batch_publish, batch_runs
+
+    p = load_pipeline(PIPELINE)
+    previous = as_utc(batch_runs.published_cutoff(spark, p.name))
+    Bronze(spark, p).append(600, 840)  # minutes 10-14: windows up to 12:11 complete
+    staged = stage_and_check(spark, cfg, p)
+    cutoff = as_utc(staged["cutoff"])
+    assert cutoff > previous
+    refusing = spark.newSession()
+    refusing.conf.set("spark.sql.runSQLOnFiles", "false")
+    with pytest.raises(Exception) as failure:  # noqa: PT011 - the view's error, whatever Spark calls it
+        batch_publish.publish(refusing, cfg, p, staged["run_id"])
+    batch = spark.table(naming.table("batch", p.name))
+    assert batch.where(f"run_id = '{staged['run_id']}'").count() > 0, "the MERGE did not commit"
+    deadline = time.monotonic() + 60  # the run record's commit: joined before the error, or still under way
+    while batch_runs.already_published(spark, p.name, staged["run_id"]) is None:
+        assert time.monotonic() < deadline, "the run was not recorded published"
+        time.sleep(0.5)
+    assert served(spark, p, "batch") == result_rows(batch.where(F.col("window_end") <= F.lit(previous))), \
+        "the view moved although its refresh failed"
+
+    again = batch_publish.publish(spark, cfg, p, staged["run_id"])
+    assert again["already_published"] and again["run_id"] == staged["run_id"]
+    expected = result_rows(batch.where(F.col("window_end") <= F.lit(cutoff)))
+    assert any(as_utc(r[2]) > previous for r in expected), "the run publishes windows past the previous cutoff"
+    assert served(spark, p, "batch") == expected, "serving keeps the previous cutoff"
+    message = str(failure.value)
+    assert len(message.splitlines()) == 1 and f"--publish --run-id {staged['run_id']}" in message, message
