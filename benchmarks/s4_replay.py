@@ -3,8 +3,8 @@
 The topic is first topped up (Spark batch write) towards ``sizes.batch_events`` records; the
 top-up events are stamped after everything already in the topic (from two minutes after bronze's
 latest event on, 1 ms apart) and spread evenly over partitions, so the watermark drops none. They
-never reach more than ``TOP_UP_AHEAD_MS`` past now: the parser quarantines events more than
-``max_future_skew`` after their arrival as ``FUTURE_TIMESTAMP``. After the live events of scenario 2
+never reach more than ``max_future_skew`` less ``FILL_MARGIN_MS`` past now: the parser quarantines events
+more than ``max_future_skew`` after their arrival as ``FUTURE_TIMESTAMP``. After the live events of scenario 2
 that leaves room for about two minutes of events, so at medium and full size the replay reads the
 records the topic holds (noted in the result) rather than ``sizes.batch_events``.
 ``spark_jobs.replay.replay`` (what ``tidewater replay`` runs) then rebuilds ``speed.<p>__v<N+1>``
@@ -30,9 +30,7 @@ from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.utc import as_utc
 
 PIPELINE = "sensor_readings"
-# how far past now a top-up's events may reach: the parser quarantines events more than max_future_skew
-# (5 minutes by default) after their arrival in Kafka; one minute is left for the fill itself
-TOP_UP_AHEAD_MS = 240_000
+FILL_MARGIN_MS = 60_000  # of max_future_skew, left for the fill itself
 
 
 
@@ -54,7 +52,8 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     if top_up:
         latest = spark.sql(f"SELECT max(event_time) FROM {naming.table('bronze', PIPELINE)}").collect()[0][0]
         start = (int(as_utc(latest).timestamp() * 1000) // 60_000 + 2) * 60_000 if latest else fill.base_ms()
-        fits = max(0, int(time.time() * 1000) + TOP_UP_AHEAD_MS - start)  # 1 ms apart, never past the horizon
+        ahead = max(0, p.future_skew_seconds * 1000 - FILL_MARGIN_MS)
+        fits = max(0, int(time.time() * 1000) + ahead - start)  # 1 ms apart, never past the horizon
         if fits < top_up:
             res.notes.append(f"topped up {fits:,} events instead of {top_up:,}: stamped 1 ms apart after the latest "
                              f"event ({latest}, live events of earlier scenarios), more would be quarantined as "

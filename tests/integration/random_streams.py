@@ -12,7 +12,7 @@ clean *tail* long enough that every window reaching past the batch cutoff holds 
   No phase-2 event is newer than phase 1's max, so W1 holds through phase 2 however it is split.
 * Phase 3: the tail in event-time order on partition 0 (a micro-batch split keeps a prefix, so
   nothing in it is late) with same-payload duplicates, and, for some seeds, events from a producer
-  clock up to 4 minutes fast (accepted; they move the cutoff to the last arrival) stamped at send time.
+  clock up to ``max_future_skew`` fast (accepted; they move the cutoff to the last arrival) stamped at send time.
 """
 
 from __future__ import annotations
@@ -134,9 +134,10 @@ def generate(p: Pipeline, seed: int, now_ms: int, partitions: int) -> Scenario:
 
 
 def fast_clock(s: Scenario) -> list[tuple[int | None, bytes]]:
-    """Events from a producer clock 1-4 minutes fast: accepted (below max_future_skew), stamped now."""
-    now = int(time.time() * 1000)
-    return [(0, json.dumps(payload(s, f"f{i}", now + s.rng.randint(MINUTE, 4 * MINUTE))).encode())
+    """Events from a producer clock between half of ``max_future_skew`` and (a second short of) all of it
+    fast: accepted, stamped at send time."""
+    now, skew = int(time.time() * 1000), s.p.future_skew_seconds * 1000
+    return [(0, json.dumps(payload(s, f"f{i}", now + s.rng.randint(skew // 2, skew - 1000))).encode())
             for i in range(s.fast)]
 
 

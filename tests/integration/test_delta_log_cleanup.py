@@ -122,7 +122,8 @@ def test_maintenance_retries_a_conflicting_optimize_and_goes_on(spark: SparkSess
     from spark_jobs.maintenance import maintained, vacuum_settings
 
     table, other = "bronze.conflict_probe", "bronze.after_conflict_probe"
-    retried, rounds = [], 0
+    retried: list[dict[str, object]] = []
+    rounds = 0
     with vacuum_settings(spark):
         while not retried and rounds < 6:  # until the race is lost once: it is, nearly every round
             rounds += 1

@@ -43,8 +43,9 @@ def test_reason_codes(spark: SparkSession) -> None:
         "WRONG_TYPE_TS": json.dumps({**good, "timestamp": "yesterday"}),
         "IMPOSSIBLE_TIMESTAMP": json.dumps({**good, "timestamp": 5}),
         "FUTURE_TIMESTAMP": json.dumps({**good, "timestamp": NOW_MS + 3 * 86_400_000}),
-        "FUTURE_TIMESTAMP_SKEW": json.dumps({**good, "timestamp": NOW_MS + 5 * 60_000 + 1}),  # a clock 5 min fast
-        "ok_skew": json.dumps({**good, "event_id": "e9", "timestamp": NOW_MS + 5 * 60_000}),  # within max_future_skew
+        # a clock just past max_future_skew fast, and one exactly at it
+        "FUTURE_TIMESTAMP_SKEW": json.dumps({**good, "timestamp": NOW_MS + p.future_skew_seconds * 1000 + 1}),
+        "ok_skew": json.dumps({**good, "event_id": "e9", "timestamp": NOW_MS + p.future_skew_seconds * 1000}),
     }
     df = _kafka_rows(spark, list(cases.values())).transform(classify(p))
     got = {r.kafka_offset: (r.reason_code, r.reason) for r in quarantined(df).collect()}
