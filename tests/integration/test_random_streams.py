@@ -5,7 +5,7 @@ by window, a plain-Python oracle (``benchmarks/stream_oracle.py``) computed from
 Also checked: every Kafka offset in bronze or quarantine exactly once with the oracle's reason code,
 the speed layer's late-event count, and ``corrected`` on the batch windows whose late events speed dropped.
 
-The generator (``random_streams.py``) draws everything from one seed, printed with every failure.
+The generator (``benchmarks/random_streams.py``) draws everything from one seed, printed with every failure.
 Reproduce a failure with the same seed (event times are relative to the clock at the run)::
 
     TIDEWATER_TEST_SEED=<seed> .venv/bin/pytest tests/integration/test_random_streams.py
@@ -29,7 +29,7 @@ import pytest
 from benchmarks.correctness import serving_differences, serving_rows, spark_query
 from benchmarks.stream_oracle import Expected, Record, expected_serving, reason_code
 from lakehouse.pipeline import available_pipelines, load_pipeline
-from tests.integration.random_streams import Scenario, fast_clock, generate, read_topic, send
+from benchmarks.random_streams import Scenario, fast_clock, generate, read_topic, send
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "Pacific/Chatham"  # UTC+12:45/+13:45: see the host_time_zone fixture

@@ -1,4 +1,5 @@
-"""Seeded random streams for any pipeline definition, sent in three phases, and the topic read back.
+"""Seeded random streams for any pipeline definition, sent in three phases, and the topic read back
+(tests/integration/test_random_streams.py; the chaos sequence, benchmarks/chaos_sequence.py, uses its records).
 
 Timeline (event time, all in the past): a messy *body* of ``body_ms``, then (sessions: a gap later) a
 clean *tail* long enough that every window reaching past the batch cutoff holds tail events only.
