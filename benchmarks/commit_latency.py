@@ -1,6 +1,6 @@
 """When did each Delta commit of a table make events visible? Scenario 2's commit-time latency.
 
-Issue 12 measures latency "from the event's send time to the Delta commit that makes it visible
+The latency goal is measured "from the event's send time to the Delta commit that makes it visible
 (commit timestamps)". ``visible_by_commit`` walks the JSON commits of the partials table behind
 ``speed.<p>`` written after a given version and returns, per commit, the instant its log file was
 written (the moment readers can see it: the file's modification time) and the cumulative count of

@@ -1,6 +1,5 @@
 """Chart of one DAG-run benchmark result: each task's duration in the ``tidewater_batch`` run without and
-with the job service, side by side, plus the run's wall time (issue 13: "a chart of a batch DAG run's
-task durations before and after").
+with the job service, side by side, plus the run's wall time.
 
 ``python -m benchmarks.dag_chart benchmarks/results/<stamp>-dag_run.json [--out PNG]`` (default: the
 JSON's name with ``.png``). ``dag_run`` calls it after each run when matplotlib is installed.

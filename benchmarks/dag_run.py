@@ -1,4 +1,4 @@
-"""DAG-run benchmark (issue 13, "no JVM start per task"): the same commands without and with the job service.
+"""DAG-run benchmark ("no JVM start per task"): the same commands without and with the job service.
 
 ``python -m benchmarks.dag_run [--events N]`` on an isolated stack (own data folder and ports) with Airflow:
 

@@ -103,7 +103,7 @@ def event_log_args(log_dir: Path) -> str:
 
 
 def batch_growth(batches: list[tuple[datetime, float, int]], size: int) -> dict[str, Any]:
-    """Issue 12's flatness figure: mean duration of the last 10% of the full-size micro-batches
+    """The flatness figure (scenario 8's goal): mean duration of the last 10% of the full-size micro-batches
     (``size`` input rows) over that of the first 10% (at least one each; the first full batch is
     left out, it carries the JVM's warm-up)."""
     full = [b[1] for b in sorted(batches) if b[2] == size][1:]

@@ -1,10 +1,10 @@
 """What a benchmark result must carry to be compared with another: how fast the machine itself was, and
 the settings the stack ran with.
 
-Stop 44 found that a commit measured in stop 35 ran about half as fast on the same benchmark a day later:
-the code was the same (0db437f, re-run), the VM was not (platform string changed, Kafka's own consumer
-perf tool 0.49x, the bare PySpark baseline 0.55x). A result without a machine yardstick could not tell a
-slower machine from slower code, and one run with ``TIDEWATER_JVM_OPTIONS`` set looked like any other.
+The same commit has run about half as fast on the same benchmark a day later: the code was the same, the
+VM was not (platform string changed, Kafka's own consumer perf tool 0.49x, the bare PySpark baseline
+0.55x). Without a machine yardstick a result cannot tell a slower machine from slower code, and without
+the settings a run with ``TIDEWATER_JVM_OPTIONS`` set looks like any other.
 
 * ``cpu_probe``: fixed single-thread work timed on this machine, at the run's start and end (the end one
   also shows whether the run's own load was gone). Compare ``python_mops`` and ``sha256_mb_s`` of two

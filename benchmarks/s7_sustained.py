@@ -1,4 +1,4 @@
-"""Scenario 7: a sustained rate (issue 12: 10,000 events/s for 10 minutes, consumer lag bounded).
+"""Scenario 7: a sustained rate (goal: 10,000 events/s for 10 minutes, consumer lag bounded).
 
 The speed job runs as ``tidewater speed start`` would run it; a paced producer (scenario 2's) sends
 ``rate`` events/s for ``seconds``; a sampler records, every ``SAMPLE_S``, the consumer lag: records in
@@ -117,7 +117,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     allowed = rate * max(10.0, 2 * mean_batch)
     m["lag_growth_after_warm_up"] = round(growth * window)
     m["lag_growth_allowed"] = round(allowed)
-    if sizes.name == "quick":  # a slope over ~13 s of a few micro-batches is noise, not a trend (stop 39)
+    if sizes.name == "quick":  # a slope over ~13 s of a few micro-batches is noise, not a trend
         res.notes.append(f"lag growth {m['lag_growth_after_warm_up']:,} records (bound {allowed:,.0f}) recorded,"
                          " not judged at the quick size")
     else:

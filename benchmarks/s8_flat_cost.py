@@ -1,4 +1,4 @@
-"""Scenario 8: flat cost as history grows (issue 12: over a 20M-event run, the last 10% of the
+"""Scenario 8: flat cost as history grows (goal: over a 20M-event run, the last 10% of the
 micro-batches take <= 1.2x the first 10% at equal batch size).
 
 It runs on a stack of its own (``harness.OWN_STACK``): the topic gets ``sizes.flat_events`` generator

@@ -1,4 +1,4 @@
-"""The chaos soak (issue 14; ``tidewater soak`` / ``make soak``): hours-long behaviour in half an hour.
+"""The chaos soak (``tidewater soak`` / ``make soak``): hours-long behaviour in half an hour.
 
 On its own isolated stack (``benchmarks/soak_stack.py``: 3 brokers, metastore, Thrift server, job
 service, Airflow with the speed supervisor every minute and the batch DAG on a short schedule, every
@@ -55,9 +55,9 @@ class SoakSettings:
 def settings_for(quick: bool, minutes: float | None, rate: int | None) -> SoakSettings:
     # quick: 1,000 events/s and 450 s to recover. At 2,000 on a slow 2-core CI machine (nine JVMs and
     # Airflow, another test module beside it), the supervisor's new speed job took 222-279 s of a 300 s
-    # bound to commit its first micro-batch, and a grading run went past it (stop 39, benchmarks/README.md).
-    # batch_wait_s: a grading run's speed job recovered after the last scheduled batch run began, whose
-    # stage had found bronze empty (stop 40): the next one needs a schedule interval and a run's length
+    # bound to commit its first micro-batch, and a run went past it.
+    # batch_wait_s: a speed job that recovers after the last scheduled batch run began, whose stage found
+    # bronze empty, needs the next run: a schedule interval and a run's length
     base = SoakSettings(rate=1000, seconds=180, batch_schedule="*/2 * * * *", broker_down_s=20.0,
                         recovery_timeout_s=450.0, catch_up_timeout_s=300.0, min_scheduled_batches=1,
                         batch_wait_s=360.0, flatness_gates=False) if quick else SoakSettings()

@@ -3,8 +3,8 @@
 A JVM compiles Spark's own planning code (Catalyst's analyzer, optimizer and expressions, Delta's commit)
 as runs exercise it. An incremental run repeats little work per run, so its methods cross the JIT's
 thresholds run after run: at 100M bronze events the compiler threads took 14 CPU s in a JVM's second
-incremental run and 3 s in its twelfth, and the run's wall time fell from 18 s to 9.5 s (stop 71,
-benchmarks/README.md). The job service that Airflow's tasks and the CLI attach to is such a JVM. The
+incremental run and 3 s in its twelfth, and the run's wall time fell from 18 s to 9.5 s
+(docs/performance.md). The job service that Airflow's tasks and the CLI attach to is such a JVM. The
 steady state is the median of the last rounds; its denominator is the faster of the warm full runs
 (the one before the incremental rounds and the one after them), so the figure cannot gain from a slow
 full run.

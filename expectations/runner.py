@@ -138,7 +138,7 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
 def in_memory_if_small(df: Any, max_rows: int, rows: int | None = None) -> tuple[Any, str]:
     """``df`` as a pandas frame when it has at most ``max_rows`` rows, else as it is; and the name of
     the GX data source for it. ``rows``: its known row count; without it, a count that stops early
-    (a Spark job: 0.6 s of a 7.9 s gate at 264,000 staged windows on a slow machine, stop 54)."""
+    (a Spark job: 0.6 s of a 7.9 s gate at 264,000 staged windows on a slow machine)."""
     if rows is None and max_rows > 0:
         rows = df.limit(max_rows + 1).count()
     if max_rows <= 0 or rows is None or rows > max_rows:

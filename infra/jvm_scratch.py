@@ -3,7 +3,7 @@
 A driver JVM writes Spark's ``spark-*`` and ``blockmgr-*`` folders (shuffle files, and in local mode
 the executor's copy of every jar in ``spark.jars``), ``artifacts-*`` and Hive's ``*_resources`` under
 its temp dir. Spark deletes them at an orderly exit; a JVM killed with SIGKILL (the crash tests, a
-chaos soak, an operator's ``kill -9``) leaves them in /tmp: 2 GB after a day of test runs (stop 37).
+chaos soak, an operator's ``kill -9``) leaves them in /tmp: 2 GB after a day of test runs.
 
 Each driver gets a folder of its own under ``<data_dir>/jvm-scratch``, named after the process whose
 life bounds the JVM's: ``pid-<n>`` for a PySpark driver (its JVM exits when the Python process that

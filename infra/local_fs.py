@@ -2,7 +2,7 @@
 
 Without Hadoop's native library, which pyspark does not ship, ``RawLocalFileSystem`` starts a ``chmod``
 after creating each file or folder and a ``readlink`` for each ``getFileLinkStatus`` (every checkpoint
-commit's rename): 46 processes per micro-batch of a speed job at 1,000 events/s (stop 60). Tidewater's
+commit's rename): 46 processes per micro-batch of a speed job at 1,000 events/s. Tidewater's
 classes do both through ``java.nio``; they are Hadoop's own otherwise. Only a local master uses them:
 the jar is on this machine's driver class path, which a cluster's executors do not have.
 """

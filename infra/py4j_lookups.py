@@ -2,7 +2,7 @@
 
 A micro-batch of the speed job builds its DataFrames in Python, one py4j round trip per JVM call.
 Two of PySpark's own habits multiply those calls (counted on one micro-batch's planning: 1,988 calls,
-766 without them; 175-212 ms instead of 254-350 ms on 2 cores, stop 60 in ``benchmarks/README.md``):
+766 without them; 175-212 ms instead of 254-350 ms on 2 cores, ``docs/performance.md``):
 
 * PySpark looks classes up by their simple name (``PythonUtils`` for every ``select`` of several
   columns, ``PythonSQLUtils``...) and py4j resolves such a name through PySpark's star imports in turn:

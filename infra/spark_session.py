@@ -101,7 +101,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         # Delta rebuilds a table's snapshot with 50 tasks by default: on a few cores that is most of
         # the cost of every small commit (measured: half the CPU of 15 appends + 5 MERGEs)
         "spark.databricks.delta.snapshotPartitions": str(cfg.spark.shuffle_partitions),
-        # over any table's own property (batch tables made before stop 68 have it on): a compaction after
+        # over any table's own property (an older data folder's batch tables have it on): a compaction after
         # a commit rewrites the files it marked, on the commit's critical path (contracts.MERGED)
         "spark.databricks.delta.autoCompact.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
@@ -110,7 +110,7 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
         # toPandas (the quality gate's in-memory frames) through Arrow: 16,636 staged windows in 0.1-0.4 s,
-        # not 0.5 s of rows converted one by one in Python (stop 70); a type Arrow lacks falls back
+        # not 0.5 s of rows converted one by one in Python; a type Arrow lacks falls back
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Spark keeps 100 compiled classes by default, keyed by code AND class loader (the driver's and
         # the executor's count apart); a speed job's micro-batches use more, so each evicted and compiled

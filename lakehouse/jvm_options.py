@@ -7,7 +7,7 @@ import shlex
 
 # What a tiered JVM reserves for compiled code. A JVM that stops at C1 (``-XX:TieredStopAtLevel=1..3``)
 # reserves 48 MB instead, which long-running Spark drivers filled: "VirtualMachineError: Out of space in
-# CodeCache for adapters", after which Spark stopped its context (stop 37: CI's Thrift server and speed jobs).
+# CodeCache for adapters", after which Spark stopped its context (seen in CI's Thrift server and speed jobs).
 CODE_CACHE_FLAG = "-XX:ReservedCodeCacheSize=240m"
 _C1_ONLY = re.compile(r"^-XX:TieredStopAtLevel=[0-3]$")
 _GC_CHOICE = re.compile(r"^-XX:\+Use\w+GC$")  # -XX:+UseSerialGC, -XX:+UseParallelGC, -XX:+UseG1GC, ...
@@ -15,7 +15,7 @@ _GC_CHOICE = re.compile(r"^-XX:\+Use\w+GC$")  # -XX:+UseSerialGC, -XX:+UseParall
 # ``jvm_options`` chooses one. G1, the JVM's default, costs its barriers on every task and concurrent
 # marking threads beside them; with 2 cores, the parallel collector ran warm incremental batch rounds at
 # 100M bronze events in 9.2-11.0 s against G1's 10.2-12.4 s, and a JVM's first round in 25.9 s against
-# 35.6 s (stop 70, benchmarks/README.md). The tests have run every JVM with it since stop 42.
+# 35.6 s (docs/performance.md). The tests run every JVM with it.
 DRIVER_COLLECTOR = "-XX:+UseParallelGC"
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def bronze_snapshot(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> tuple[int, DataFrame]:
     """Bronze's newest version and the frame of that snapshot. The version comes from the table's log
     folder (the newest commit file, as ``snapshot_stats`` reads it), not from ``DESCRIBE HISTORY``: a
-    Spark job of 0.4-0.8 s per run on 2 busy cores (stop 56); Spark's answer only where there is no log folder."""
+    Spark job of 0.4-0.8 s per run on 2 busy cores; Spark's answer only where there is no log folder."""
     from spark_jobs.io.delta_io import latest_version, table_version
     from spark_jobs.io.ops_reader import table_path
 

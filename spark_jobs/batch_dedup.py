@@ -8,7 +8,7 @@ window aggregation; only the rows of repeated hashes are ranked by ``dedup_histo
 collision only sends two ids' rows through the ranking, which is exact for both: the answer is
 ``dedup_history``'s, row for row (``tests/spark/test_batch_dedup.py``).
 
-Measured in-process, 16M bronze events, 267,000 windows (stop 57, benchmarks/README.md): dedup +
+Measured in-process, 16M bronze events, 267,000 windows (docs/performance.md): dedup +
 aggregation + Delta write 11.7-12.3 s against 19.5-21.1 s for the ranking of every row; with 1% of
 the ids repeated, 20.4-20.5 s against 22.2-23.7 s.
 """

@@ -113,7 +113,7 @@ def restart_if_changed(cfg: TidewaterConfig) -> None:
 def warm_execution_api(cfg: TidewaterConfig) -> None:
     """Build the task execution API's versioned routes now. Cadwyn builds them on the first request to
     ``/execution/``, 4-5 s of the API server's CPU with its event loop blocked: without this, the first
-    tasks after a start waited that long to begin (stop 34, py-spy)."""
+    tasks after a start wait that long to begin (measured with py-spy)."""
     import urllib.error
     import urllib.request
 
@@ -173,8 +173,8 @@ def healthy(cfg: TidewaterConfig, report: dict[str, Any] | None = None) -> bool:
 def healthy_since(cfg: TidewaterConfig, started: dict[str, float]) -> bool:
     """Healthy, and each component in ``started`` (name: epoch seconds of its start) has heartbeated since.
     A component killed with SIGKILL stays "healthy" in Airflow's report until its last heartbeat ages out
-    (30 s): a restart judged on that alone returned before the new scheduler ran, which then showed
-    "unhealthy" (a soak run, stop 43)."""
+    (30 s): a restart judged on that alone can return before the new scheduler runs, which then shows
+    "unhealthy" (seen in a soak run)."""
     report = health(cfg)
     return healthy(cfg, report) and all(
         heartbeat_after(report.get(HEALTH_KEYS[c]) or {}, HEARTBEAT_FIELDS[c], since)

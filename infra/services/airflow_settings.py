@@ -87,7 +87,7 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
         "AIRFLOW__API__EXPOSE_CONFIG": "False",
         "AIRFLOW__API_AUTH__JWT_SECRET": keys["jwt_secret"],
         # A worker notices a finished task process by its exit; when the task's sockets close first, it
-        # sleeps this long before looking again: skipped tasks lingered the default 5 s (stop 34)
+        # sleeps this long before looking again: with the default 5 s, skipped tasks linger that long
         "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",

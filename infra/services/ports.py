@@ -6,7 +6,7 @@ A port that the kernel hands out for ``bind(0)`` comes from the ephemeral range
 from that same range. So a service restarted on such a port can find it taken: by another process's
 connection, or by a client that kept retrying a connect to the port while the service was down. On Linux
 such a client can connect to itself ("TCP self-connect": the kernel picks the destination port as the
-local one). Stop 54's CI soak lost its Thrift server that way: after the kill -9, `tidewater up --only
+local one). A CI soak has lost its Thrift server that way: after the kill -9, `tidewater up --only
 thrift_server` failed in `TServerSocket`'s bind. The ports are therefore picked outside the ephemeral
 range, at random. Configured ports (tidewater.yml: 9092, 10000, ...) are below it anyway.
 """

@@ -5,7 +5,7 @@ source it compiles (``Literal.doGenCode``), and its code cache is keyed by that 
 query that carries a value of its own (the watermark, the dedup horizon, the micro-batch id, the
 write time) therefore compiled new classes in every micro-batch: janino on the driver's critical
 path, then class loading, and the JVM's JIT compiling the new classes' hot loops again. Measured at
-10,000 events/s on 2 cores (``benchmarks/README.md``, stop 45): 150-530 classes loaded per 25 s and the
+10,000 events/s on 2 cores (``docs/performance.md``): 150-530 classes loaded per 25 s and the
 C2 compiler at 30-37% of the speed JVM's CPU.
 
 The columns here hold such a value in Spark's own ``CurrentBatchTimestamp`` expression (a timestamp in

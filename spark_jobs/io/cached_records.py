@@ -12,8 +12,7 @@ from typing import Any
 
 # The micro-batch's cache is read a few times and then dropped: encoding its columns compactly costs
 # more CPU than it saves. Building the cache of 500,000 parsed records took 2.85 s uncompressed against
-# 3.88 s compressed (medians of 5 interleaved rounds; reads 0.57 s against 0.68 s): stop 53 in
-# benchmarks/README.md.
+# 3.88 s compressed (medians of 5 interleaved rounds; reads 0.57 s against 0.68 s).
 CACHE_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 WATERMARK_COLUMN = "_watermark_time"  # event time of valid events only: what Spark's watermark tracks
 

@@ -10,13 +10,14 @@ and the JVM's JIT compiler threads busy at 0.6 of a core, compiling and deoptimi
 micro-batch uses. For a few thousand records that work costs far more than it saves; interpreted
 evaluation needs no compilation, and the JVM's classes stop changing, so its JIT settles.
 
-Since stop 46 the speed job's own per-batch values are kept out of the generated code
-(``io.batch_values``), so big micro-batches no longer compile new classes either. Stop 47 measured
-level micro-batches on generated code (``spark.interpreted_max_records: 0``): the same time per
-micro-batch at 1,000 events/s as interpreted, and fewer compilations at 10,000 events/s afterwards; one
-run each, so the default stays (``benchmarks/README.md``, stop 47).
+The speed job's own per-batch values are kept out of the generated code (``io.batch_values``), so big
+micro-batches do not compile new classes either. With that, level micro-batches on generated code
+(``spark.interpreted_max_records: 0``) took the same time per micro-batch at 1,000 events/s as
+interpreted ones, with fewer compilations at 10,000 events/s afterwards; one run each, too few to change
+the default (``docs/performance.md``).
 
-Measured at 1,000 events/s on 2 cores, after 2 minutes of load (``benchmarks/README.md``): micro-batches
+Interpreted against generated code, measured at 1,000 events/s on 2 cores after 2 minutes of load, with
+the per-batch values still inlined into the generated code (``docs/performance.md``): micro-batches
 1.8 s -> 1.4 s on average, latency p50 3.01 s -> 2.57 s, p99 6.33 s -> 5.40 s, no classes loaded per
 micro-batch. Bigger micro-batches keep the generated code: at 10,000 events/s (25-35K records each)
 interpreted evaluation was slower (p50 5.04 s -> 5.98 s), and catch-up micro-batches of hundreds of

@@ -12,8 +12,8 @@ the latency of every event they carry.
   interpreted evaluation a level micro-batch runs, and the per-window partials, into the same scratch
   table. The history lookup reads the dedup history and never adds to it.
 
-Measured at medium size, 1,000 events/s right after a start (p50 / p99; stop 35, benchmarks/README.md):
-one round on no rows (before) 4.34 / 12.12 s; four on no rows 2.94 / 7.11 and 2.88 / 6.81 s; four plus
+Measured at medium size, 1,000 events/s right after a start (p50 / p99; docs/performance.md):
+one round on no rows 4.34 / 12.12 s; four on no rows 2.94 / 7.11 and 2.88 / 6.81 s; four plus
 three on records 3.04 / 5.63 s, two plus two 3.17 / 6.75 s (the last two after scenario 1, whose topic
 and history are bigger). Each round costs 1.5-3 s of the job's start; the defaults are four plus three.
 The tests run one of each (tests/conftest.py): they measure no latency and start many jobs.

@@ -83,7 +83,7 @@ def _usable(p: Pipeline) -> Column:
     """True exactly when no check of :func:`_checks` fails, from the typed fields alone: a typed field is
     null when its key is missing, its value null or of the wrong type, or the value is not an object.
     Cheaper than the checks, which then run only for the few records that are not usable (a 500,000-record
-    micro-batch classified in 1.79 s instead of 2.21 s: stop 58 in benchmarks/README.md)."""
+    micro-batch classified in 1.79 s instead of 2.21 s: docs/performance.md)."""
     from functools import reduce
 
     from pyspark.sql import functions as F

@@ -121,7 +121,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
 
     # the pipeline's first events, 20 s of them: no window is complete by the cutoff (2 minutes before the
     # latest), so the first run (full) publishes none; its overwrite of the empty table makes no Delta commit,
-    # which the publish once took for a lost write (the soak's first DAG run failed three times, stop 64)
+    # which the publish must not take for a lost write (a soak's first DAG run would fail on it)
     send([sensor(5000 + i, "s8", i * 5_000, 15.0) for i in range(5)])
     empty = batch.run(spark, cfg, p)
     assert (empty["mode"], empty["status"], empty["windows_written"]) == ("full", "published", 0)
@@ -515,8 +515,8 @@ def test_table_properties_read_from_the_log_are_what_spark_lists(spark: SparkSes
 
 
 def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession, cfg: TidewaterConfig) -> None:
-    """No auto compaction on the commit path (stop 68): after an incremental MERGE it rewrote every file the
-    MERGE had marked, the whole table (3.2-4.2 s per run at 100M bronze events). Not in the batch tables'
+    """No auto compaction on the commit path: after an incremental MERGE it rewrites every file the
+    MERGE has marked, the whole table (3.2-4.2 s per run at 100M bronze events). Not in the batch tables'
     properties, and off over the property of a table made before (it is on here): no OPTIMIZE commit after its
     writes and MERGEs, which still mark the rows they replace with deletion vectors."""
     from pyspark.sql import functions as F
@@ -548,7 +548,7 @@ def test_batch_tables_leave_compaction_to_maintenance(spark: SparkSession, cfg: 
 def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spark: SparkSession,
                                                                            cfg: TidewaterConfig) -> None:
     """Late events into published windows stage ``op = 'update'`` rows, which publish MERGEs without an insert
-    clause (stop 68: 0.7-0.9 s less per run at 100M bronze events). Should a window the run read be gone by
+    clause (0.7-0.9 s less per run at 100M bronze events). Should a window the run read be gone by
     then, the MERGE's metrics show an unmatched row and the run's rows are MERGEd again with the clause: the
     table stays exact."""
     import dataclasses

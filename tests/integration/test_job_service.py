@@ -64,7 +64,7 @@ def test_sql_runs_in_the_service(service: TidewaterConfig) -> None:
 
 
 def test_empty_bronze_stage_exits_nothing_to_do_before_the_service(service: TidewaterConfig) -> None:
-    """An empty pipeline's stage is decided from bronze's Delta log in the client (issue 13: skip in
+    """An empty pipeline's stage is decided from bronze's Delta log in the client (goal: skip in
     <= 5 s): exit 3 with the one-line reason, and the service never sees the command. A local run
     (no service) gives the same answer."""
     from lakehouse.errors import NothingToDo

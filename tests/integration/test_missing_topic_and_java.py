@@ -1,5 +1,5 @@
-"""Issue 11, defect 11: a pipeline whose Kafka topic does not exist, and a machine without ``java``,
-give one line and an exit code from ``lakehouse.errors`` instead of an idle job or a traceback.
+"""A pipeline whose Kafka topic does not exist, and a machine without ``java``, give one line and an
+exit code from ``lakehouse.errors`` instead of an idle job or a traceback.
 
 Both run the real CLI in subprocesses against this module's stack (Kafka + metastore); no Spark
 session or speed job starts (every command here stops before its JVM would)."""

@@ -1,4 +1,4 @@
-"""``tidewater soak --quick`` (issue 14): 3 minutes at 1,000 events/s on its own 3-broker stack with
+"""``tidewater soak --quick``: 3 minutes at 1,000 events/s on its own 3-broker stack with
 Airflow, the speed job, one broker, the Airflow scheduler and the Thrift server each killed (-9) once.
 
 The command must exit 0, and its result JSON must show that the checks really ran and passed on real

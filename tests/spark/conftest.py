@@ -54,8 +54,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 def _end_plain_jvm() -> None:
     """End this package's JVM too: its class path has no Delta jars, and a later module's Delta session in
-    the same pytest process would otherwise start on it (``DeltaCatalog`` not found: stop 40's JDBC
-    failures). PySpark's JVM exits when its stdin closes; the next session launches a new one."""
+    the same pytest process would otherwise start on it (``DeltaCatalog`` not found, as the JDBC tests
+    found when they ran after this package). PySpark's JVM exits when its stdin closes; the next session launches a new one."""
     import subprocess
 
     from pyspark import SparkContext

@@ -1,5 +1,5 @@
 """``tidewater reconcile``'s summary (counted in Spark over ledger rows) shows every aggregate that
-differs, how often and by how much (issue 11, defect 12)."""
+differs, how often and by how much."""
 
 from __future__ import annotations
 

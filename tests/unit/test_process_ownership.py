@@ -1,6 +1,6 @@
 """PID-file ownership and signalling with real processes: a PID file only names our process when
 the command-line marker and the recorded start time both match, and a stop never signals process
-group 0 or the caller's own group (issue 11, defect 5)."""
+group 0 or the caller's own group."""
 
 from __future__ import annotations
 

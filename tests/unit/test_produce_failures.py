@@ -1,4 +1,4 @@
-"""Records Kafka did not take are counted and reported, never lost silently (issue 11, defect 8).
+"""Records Kafka did not take are counted and reported, never lost silently.
 An unreachable broker here is a closed local port; a broker that stops in the middle of a run is
 covered in tests/integration/test_kafka_broker.py."""
 
