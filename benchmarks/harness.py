@@ -38,6 +38,9 @@ def save_json_result(result: dict[str, Any], kind: str) -> Path:
     path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{kind}.json"
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(f"{kind}: {path}")
+    from benchmarks.results_table import write_readme
+
+    write_readme()
     return path
 
 
@@ -95,7 +98,8 @@ def git_facts() -> dict[str, Any]:
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
                    keep_data: bool = False, batch_events: int | None = None) -> dict[str, Any]:
     """``batch_events``: scenario 3's bronze size instead of the size's (incremental against full as
-    history grows); the result's name then ends in ``-bronze<N>``, and the README's table is left alone."""
+    history grows); the result's name then ends in ``-bronze<N>``. A run that is not quick refreshes the
+    results table in benchmarks/README.md (``benchmarks.results_table``)."""
     from benchmarks.run_context import cpu_probe, effective_settings
     from benchmarks.stack import isolated_stack
     from infra.spark_session import get_spark
@@ -125,10 +129,11 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     run["results"] = [results[n].as_dict() for n in chosen]
     run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
     if write:
-        from benchmarks.report import update_readme, write_report
+        from benchmarks.report import write_report
+        from benchmarks.results_table import write_readme
 
         stem = f"{started_at:%Y%m%dT%H%M%SZ}-{size}" + (f"-bronze{batch_events}" if batch_events else "")
         run["files"] = write_report(run, RESULTS, stem)
-        if size != "quick" and set(chosen) == set(SCENARIOS) and batch_events is None:  # only a whole-suite run replaces the README's
-            update_readme(RESULTS.parent / "README.md", run, Path(run["files"]["markdown"]))
+        if size != "quick":
+            write_readme()
     return run

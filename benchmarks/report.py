@@ -133,19 +133,3 @@ def write_report(run: dict[str, Any], folder: Path, stem: str) -> dict[str, Any]
     md_path.write_text(markdown(run, pngs))
     return files
 
-
-def update_readme(readme: Path, run: dict[str, Any], md_file: Path) -> None:
-    """Put a (non-quick) run's table and charts into README.md between the LATEST-RUN markers."""
-    text = readme.read_text()
-    start, end = "<!-- LATEST-RUN -->", "<!-- /LATEST-RUN -->"
-    if start not in text or end not in text:
-        return
-    body = md_file.read_text().replace("](", "](results/")
-    body = body.replace("# Tidewater benchmark run", "## Latest run:", 1)
-    load = run["machine"]["load_avg_at_start"]
-    caveat = (f"> Ran {run['started_at'][:10]} ({run['started_at']} to {run['finished_at']} UTC) at **{run['size']['name']}** "
-              f"size on a **shared {run['machine']['cores']}-core machine** (1-minute load average at start {load[0]:.1f}); "
-              f"absolute numbers are noisy, the ratios compare jobs measured minutes apart in the same run. "
-              f"Raw data: `results/{md_file.with_suffix('.json').name}`.")
-    new = f"{start}\n{caveat}\n\n{body}\n{end}"
-    readme.write_text(text[:text.index(start)] + new + text[text.index(end) + len(end):])

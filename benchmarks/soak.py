@@ -95,6 +95,10 @@ def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: boo
     run["reason"] = None if run["ok"] else (f"failed: {failed[0]}" if failed else res.notes[0])
     stem = f"{started_at:%Y%m%dT%H%M%SZ}-soak{'-quick' if not s.flatness_gates else ''}"
     run["files"] = write_files(run, samples, batches, out_dir, stem)
+    if s.flatness_gates and out_dir == RESULTS:  # a full soak into the repository's results
+        from benchmarks.results_table import write_readme
+
+        write_readme()
     return run
 
 

@@ -1,0 +1,270 @@
+"""The latest result of every benchmark goal, as a Markdown table generated from ``benchmarks/results/*.json``.
+
+For each goal the newest result that measured it: full-size runs of ``tidewater bench`` (scenarios 1-8),
+``python -m benchmarks.dag_run`` and ``tidewater soak`` (not ``--quick``: its figures are not judged).
+``python -m benchmarks.results_table`` prints the table; ``--write`` puts it into benchmarks/README.md
+between the RESULTS-TABLE markers. ``tidewater bench`` refreshes it after every run that is not quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.s5_serving import GOALS_S as SERVING_GOALS
+from benchmarks.s8_flat_cost import GOAL_LAST_OVER_FIRST
+
+RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parent / "README.md"
+START, END = "<!-- RESULTS-TABLE -->", "<!-- /RESULTS-TABLE -->"
+
+Result = dict[str, Any]
+# what a goal reads from a result: (measured, ratio, met), or None when the result lacks the figures
+Reading = tuple[str, str, bool | None]
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    goal: str
+    kind: str  # "bench", "dag_run" or "soak": which results hold it
+    read: Callable[[Result], Reading | None]
+    scenario: int | None = None  # bench goals: the scenario whose result ``read`` gets
+
+
+def _n(value: float) -> str:
+    """1,234 for large figures, 1.23 for small ones."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def _catch_up(r: Result) -> Reading | None:
+    a, same = r["metrics"].get("a_tidewater", {}).get("events_per_s"), r["ratios"].get("a/d")
+    if a is None or same is None:
+        return None
+    return f"{_n(a)} events/s", f"{same:.3f}x the same-work script", a >= 30_000 and same >= 0.9
+
+
+def _latency(rate: int, p50_max: float, p99_max: float, min_sent: float = 0) -> Callable[[Result], Reading | None]:
+    """Both phases count: right after the job caught up, and ``_steady`` after as long again at the rate."""
+    def read(r: Result) -> Reading | None:
+        first, steady = r["metrics"].get(f"rate_{rate}"), r["metrics"].get(f"rate_{rate}_steady")
+        if not first or first.get("p99_s") is None:
+            return None
+        runs = [m for m in (first, steady) if m and m.get("p99_s") is not None]
+        text = "; steady ".join(f"p50 {m['p50_s']:.2f} s, p99 {m['p99_s']:.2f} s" for m in runs)
+        sent = min(m["achieved_rate"] for m in runs)
+        met = all(m["p50_s"] <= p50_max and m["p99_s"] <= p99_max for m in runs) and sent >= min_sent
+        return f"{text}; {sent:,}/s sent", "", met
+    return read
+
+
+def _incremental(r: Result) -> Reading | None:
+    m = r["metrics"]
+    steady, events = m.get("steady_state"), m.get("full", {}).get("events")
+    if steady:
+        seconds, ratio, how = steady["median_seconds"], steady["ratio"], f"median of rounds {steady['rounds']}"
+    elif m.get("incremental", {}).get("warm_median_seconds") is not None:
+        seconds, ratio = m["incremental"]["warm_median_seconds"], r["ratios"].get("incremental/full (warm median)")
+        how = "warm median"
+    else:
+        return None
+    if ratio is None:
+        return None
+    at = f", {events / 1e6:,.0f}M bronze events" if events else ""
+    return f"{seconds:.2f} s ({how}{at})", f"{ratio:.3f}x the full run", seconds <= 10 and ratio <= 0.1
+
+
+def _full_vs_bare(r: Result) -> Reading | None:
+    m, ratio = r["metrics"], r["ratios"].get("bare_pyspark/full (goal >= 0.8)")
+    if ratio is None:
+        return None
+    return (f"full {m['full']['seconds']:.2f} s, bare job {m['bare_pyspark_full']['seconds']:.2f} s",
+            f"{ratio:.3f}x", ratio >= 0.8)
+
+
+def _replay(r: Result) -> Reading | None:
+    replay, ratio = r["metrics"].get("replay", {}), r["ratios"].get("replay/catch-up(1a)")
+    if replay.get("events_per_s") is None:
+        return None
+    return (f"{_n(replay['events_per_s'])} events/s over {replay['records']:,} records",
+            f"{ratio:.3f}x catch-up" if ratio is not None else "", None)
+
+
+def _serving(r: Result) -> Reading | None:
+    m = r["metrics"]
+    if any(m.get(k, {}).get("p95_s") is None for k in SERVING_GOALS):
+        return None
+    text = ", ".join(f"{m[k]['p95_s']:.2f} s" for k in SERVING_GOALS)
+    return text, "", all(m[k]["p95_s"] <= goal for k, goal in SERVING_GOALS.items())
+
+
+def _flink(r: Result) -> Reading | None:
+    ratio, flink = r["ratios"].get("tidewater/flink"), r["metrics"].get("flink", {}).get("events_per_s")
+    if ratio is None:
+        return None
+    return f"Flink {_n(flink)} events/s" if flink else "", f"{ratio:.3f}x Flink", ratio >= 0.25
+
+
+def _sustained(r: Result) -> Reading | None:
+    m = r["metrics"].get("rate_10000")
+    if not m or m.get("lag_growth_allowed") is None:
+        return None
+    return (f"lag at most {m['lag_max_after_warm_up']:,} records, growth {m['lag_growth_after_warm_up']:,} "
+            f"({m['lag_growth_allowed']:,} allowed); {m['achieved_rate']:,}/s sent", "",
+            m["lag_growth_after_warm_up"] < m["lag_growth_allowed"] and m["achieved_rate"] >= 9_500)
+
+
+def _flat(r: Result) -> Reading | None:
+    flat = r["metrics"].get("flat", {})
+    if flat.get("last_over_first") is None:
+        return None
+    return (f"{flat['first_10pct_s']:.2f} s -> {flat['last_10pct_s']:.2f} s per micro-batch",
+            f"{flat['last_over_first']:.3f}x", flat["last_over_first"] <= GOAL_LAST_OVER_FIRST)
+
+
+def _dag(r: Result) -> Reading | None:
+    with_service, without = r.get("with_service", {}), r.get("without_service", {})
+    first = with_service.get("dag", {}).get("wall_seconds")
+    if first is None:
+        return None
+    following = [run["wall_seconds"] for run in with_service.get("dag_next") or []]
+    alone = without.get("dag", {}).get("wall_seconds")
+    text = f"{first:.1f} s" + (f", next run {following[0]:.1f} s" if following else "")
+    return text, f"{first / alone:.3f}x a JVM per task ({alone:.1f} s)" if alone else "", first <= 60
+
+
+def _skip(r: Result) -> Reading | None:
+    seconds = r.get("with_service", {}).get("empty_skip_seconds")
+    task = r.get("with_service", {}).get("dag", {}).get("tasks", {}).get("lift_rides.stage")
+    if seconds is None:
+        return None
+    worst = max([seconds, *([task[1]] if task else [])])
+    return f"{seconds:.2f} s on the command line" + (f", {task[1]:.1f} s as a DAG task" if task else ""), "", worst <= 5
+
+
+def _sql(r: Result) -> Reading | None:
+    seconds = r.get("with_service", {}).get("sql_select_1_seconds")
+    alone = r.get("without_service", {}).get("sql_select_1_seconds")
+    if seconds is None:
+        return None
+    return f"{seconds:.2f} s", f"{seconds / alone:.3f}x without the job service ({alone:.2f} s)" if alone else "", seconds <= 2
+
+
+def _soak(r: Result) -> Reading | None:
+    checks = r.get("checks") or []
+    if not checks:
+        return None
+    s, m = r.get("settings", {}), r.get("metrics", {})
+    passed = sum(bool(c.get("ok")) for c in checks)
+    return (f"{passed} of {len(checks)} checks passed; {m.get('events', 0):,} events at {s.get('rate', 0):,}/s "
+            f"for {s.get('seconds', 0) / 60:.0f} min", "", bool(r.get("ok")))
+
+
+GOALS = [
+    Goal("1. catch-up, ingest + speed, all tables written", "≥ 30,000 events/s and ≥ 0.9x the same-work script",
+         "bench", _catch_up, 1),
+    Goal("2. produce → visible in speed, 1,000 events/s", "p50 ≤ 3 s, p99 ≤ 6 s", "bench", _latency(1000, 3, 6), 2),
+    Goal("2. produce → visible in speed, 10,000 events/s", "p50 ≤ 5 s, p99 ≤ 10 s, ≥ 9,500/s sent", "bench",
+         _latency(10000, 5, 10, min_sent=9_500), 2),
+    Goal("3. incremental batch run, 1% late windows", "≤ 10 s and ≤ 0.1x the full run", "bench", _incremental, 3),
+    Goal("3. full recompute against a bare PySpark job", "≥ 0.8x the bare job's speed", "bench", _full_vs_bare, 3),
+    Goal("4. Kappa replay from the Kafka log", "no goal (reported)", "bench", _replay, 4),
+    Goal("5. JDBC p95 under live load: point query, day scan, 8 clients", "≤ 0.5 s, ≤ 1 s, ≤ 1.5 s", "bench",
+         _serving, 5),
+    Goal("6. catch-up against a Flink SQL peer", "≥ 0.25x Flink", "bench", _flink, 6),
+    Goal("7. sustained 10,000 events/s for 10 minutes", "consumer lag bounded after the first minute", "bench",
+         _sustained, 7),
+    Goal("8. micro-batch time as history grows, 20M events", "last 10% ≤ 1.2x the first 10%", "bench", _flat, 8),
+    Goal("`tidewater_batch` DAG run, 100K-event increment, job service", "≤ 60 s", "dag_run", _dag),
+    Goal("an empty pipeline's batch run skips", "≤ 5 s", "dag_run", _skip),
+    Goal("`tidewater sql` small query", "≤ 2 s", "dag_run", _sql),
+    Goal("chaos soak: 4 components killed (-9), exactly once, serving = oracle, flat", "every check passes", "soak",
+         _soak),
+]
+
+
+def kind_of(result: Result) -> str | None:
+    if "results" in result and (result.get("size") or {}).get("name") == "full":
+        return "bench"
+    if result.get("benchmark") == "dag_run":
+        return "dag_run"
+    if "seed" in result and "faults" in result and (result.get("settings") or {}).get("flatness_gates"):
+        return "soak"
+    return None
+
+
+def latest(goal: Goal, results: list[tuple[str, Result]]) -> tuple[str, Result, Reading] | None:
+    """The newest result (by file name, a UTC stamp first) that measured ``goal``, with its reading."""
+    for stem, result in sorted(results, key=lambda pair: pair[0], reverse=True):
+        if kind_of(result) != goal.kind:
+            continue
+        if goal.scenario is None:
+            reading = goal.read(result)
+        else:
+            scenario = next((s for s in result["results"] if s["id"] == goal.scenario), None)
+            if scenario is None or scenario["status"] == "skipped":
+                continue
+            reading = goal.read(scenario)
+            if scenario["status"] == "FAILED":
+                reading = (reading[0], reading[1], False) if reading else ("", "", False)
+        if reading is not None:
+            return stem, result, reading
+    return None
+
+
+def table(results: list[tuple[str, Result]]) -> str:
+    """The Markdown table: one row per goal, from the newest result that measured it."""
+    lines = ["| scenario | goal | measured | ratio | met | commit | date | result |",
+             "|---|---|---|---|---|---|---|---|"]
+    for goal in GOALS:
+        found = latest(goal, results)
+        if found is None:
+            lines.append(f"| {goal.name} | {goal.goal} | not measured | | | | | |")
+            continue
+        stem, result, (measured, ratio, met) = found
+        git = result.get("git") or {}
+        commit = (git.get("commit") or "?")[:7] + (" (uncommitted changes)" if git.get("dirty") else "")
+        verdict = "-" if met is None else ("**yes**" if met else "**no**")
+        lines.append(f"| {goal.name} | {goal.goal} | {measured} | {ratio} | {verdict} | {commit} | "
+                     f"{str(result.get('started_at', ''))[:10]} | `{stem}` |")
+    return "\n".join(lines)
+
+
+def load(folder: Path = RESULTS) -> list[tuple[str, Result]]:
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            out.append((path.stem, json.loads(path.read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def replace_between_markers(text: str, body: str) -> str:
+    if START not in text or END not in text:
+        raise ValueError(f"no {START} ... {END} markers")
+    return text[:text.index(START) + len(START)] + "\n" + body + "\n" + text[text.index(END):]
+
+
+def write_readme(readme: Path = README, folder: Path = RESULTS) -> None:
+    readme.write_text(replace_between_markers(readme.read_text(), table(load(folder))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"refresh the table in {README.name}")
+    args = parser.parse_args(argv)
+    if args.write:
+        write_readme()
+        print(f"results table: {README}")
+    else:
+        print(table(load()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

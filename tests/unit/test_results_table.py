@@ -1,0 +1,58 @@
+"""The benchmark results table (benchmarks/results_table.py): the newest result per goal, and the README's copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.results_table import END, GOALS, README, START, latest, load, replace_between_markers, table
+
+pytestmark = pytest.mark.unit
+
+FLINK = next(goal for goal in GOALS if goal.scenario == 6)
+FLAT = next(goal for goal in GOALS if goal.scenario == 8)
+
+
+def bench(size: str, commit: str, *scenarios: dict[str, Any]) -> dict[str, Any]:
+    return {"size": {"name": size}, "git": {"commit": commit, "dirty": False}, "started_at": "2026-12-01T10:00:00+00:00",
+            "results": list(scenarios)}
+
+
+def flink(ratio: float, status: str = "ok") -> dict[str, Any]:
+    return {"id": 6, "status": status, "ratios": {"tidewater/flink": ratio},
+            "metrics": {"flink": {"events_per_s": 400_000}}}
+
+
+def test_the_newest_full_size_result_that_measured_a_goal_is_shown() -> None:
+    results = [("20261201T000000Z-full", bench("full", "a" * 40, flink(0.21))),
+               ("20261202T000000Z-full", bench("full", "b" * 40, flink(0.26))),
+               ("20261203T000000Z-medium", bench("medium", "c" * 40, flink(0.5))),  # not the goal's size
+               ("20261204T000000Z-full", bench("full", "d" * 40, {"id": 6, "status": "skipped", "ratios": {},
+                                                                   "metrics": {}}))]
+    stem, result, (measured, ratio, met) = latest(FLINK, results) or ("", {}, ("", "", None))
+    assert (stem, result["git"]["commit"][0], ratio, met) == ("20261202T000000Z-full", "b", "0.260x Flink", True)
+    assert measured == "Flink 400,000 events/s"
+
+
+def test_a_failed_scenario_is_shown_as_not_met_and_a_missing_goal_as_not_measured() -> None:
+    results = [("20261201T000000Z-full", bench("full", "a" * 40, flink(0.3, status="FAILED")))]
+    lines = table(results).splitlines()
+    flink_row = next(line for line in lines if line.startswith(f"| {FLINK.name} |"))
+    assert "| **no** | aaaaaaa | 2026-12-01 | `20261201T000000Z-full` |" in flink_row
+    flat_row = next(line for line in lines if line.startswith(f"| {FLAT.name} |"))
+    assert "| not measured |" in flat_row
+    assert len(lines) == 2 + len(GOALS)
+
+
+def test_the_table_goes_between_the_markers_and_nothing_else_changes() -> None:
+    text = f"# Title\n\nbefore\n{START}\nold table\n{END}\nafter\n"
+    assert replace_between_markers(text, "| new |") == f"# Title\n\nbefore\n{START}\n| new |\n{END}\nafter\n"
+    with pytest.raises(ValueError):
+        replace_between_markers("no markers", "| new |")
+
+
+def test_the_readme_holds_the_table_of_the_committed_results() -> None:
+    """Refresh it with ``python -m benchmarks.results_table --write`` (``tidewater bench`` does it itself)."""
+    text = README.read_text()
+    assert text[text.index(START) + len(START):text.index(END)].strip() == table(load()).strip()
