@@ -1,11 +1,14 @@
 """``tidewater_batch``: write-audit-publish of the batch layer, per pipeline.
 
-stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite) -> publish (one MERGE
-into ``batch.<p>``, then the serving view moves to the new cutoff: the ``batch.<p>`` and ``serving.<p>``
-Assets, which schedule ``tidewater_quality``) -> reconcile (the published run's speed-vs-batch ledger
-in ``ops.reconciliation``, recorded once, and the summary). A failed validation fails the run before
-publish: the serving view is left exactly as it was. Re-running a published run's publish task is a
-no-op. Absent in Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from
+stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite on the rows the run staged;
+its verdict is recorded with the run in ``ops.batch_runs``) -> publish (one MERGE into ``batch.<p>``, then
+the serving view moves to the new cutoff: the ``batch.<p>`` and ``serving.<p>`` Assets, which schedule
+``tidewater_quality``) -> reconcile (the published run's speed-vs-batch ledger in ``ops.reconciliation``,
+recorded once, and the summary). A failed validation fails the run before publish: the serving view is
+left exactly as it was. Publish itself refuses a run without a passing verdict on its staged rows, so a
+validate task marked successful publishes nothing. Re-running a published run's publish task writes no
+row; it moves the serving view to the latest published cutoff if a failed refresh left it behind. Absent
+in Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from
 the UI (each run recomputes what changed since the last published run).
 """
 

@@ -271,7 +271,9 @@ BATCH_RUNS = Contract(
     (("run_id", "string"), ("pipeline", "string"), ("mode", "string"), ("status", "string"),
      ("bronze_version", "bigint"), ("previous_bronze_version", "bigint"), ("cutoff", "timestamp"),
      ("windows_written", "bigint"), ("windows_deleted", "bigint"), ("events_read", "bigint"),
-     ("duration_ms", "bigint"), ("staged_at", "timestamp"), ("published_at", "timestamp"), ("message", "string")),
+     ("duration_ms", "bigint"), ("staged_at", "timestamp"), ("published_at", "timestamp"), ("message", "string"),
+     # the version of batch.<p>__staging the run wrote; the quality gate's verdict and the version it validated
+     ("staging_version", "bigint"), ("gate", "string"), ("gated_version", "bigint")),
     grain=("run_id", "status"), properties=STREAMED,  # one row per run and status, appended (``spark_jobs.batch_runs``)
 )
 

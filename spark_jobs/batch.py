@@ -29,7 +29,14 @@ from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import as_utc
 from spark_jobs import batch_runs
-from spark_jobs.batch_bronze import batch_cutoff, bronze_changes, bronze_empty, bronze_snapshot, snapshot_stats
+from spark_jobs.batch_bronze import (
+    batch_cutoff,
+    bronze_changes,
+    bronze_empty,
+    bronze_snapshot,
+    changes_gone,
+    snapshot_stats,
+)
 from spark_jobs.batch_definition import require_one_definition
 from spark_jobs.batch_gate import Audit, GateAlongside
 from spark_jobs.batch_publish import batch_lock, publish_staged
@@ -70,7 +77,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
 
     from spark_jobs.batch_dedup import first_copies
     from spark_jobs.batch_increment import incremental_rows
-    from spark_jobs.io.delta_io import replace_rows
+    from spark_jobs.io.delta_io import latest_version, replace_rows
+    from spark_jobs.io.ops_reader import table_path
     from spark_jobs.transforms import incremental
 
     started = time.monotonic()
@@ -88,6 +96,10 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     known = None if full else batch_runs.runs(spark, p.name)
     last = None if known is None else batch_runs.latest_published(known)
+    if last is not None and (gone := changes_gone(cfg, p, int(last["bronze_version"]), version)):
+        print(f"batch: {p.name}: {gone}, so the changes since the last published run cannot be read; "
+              "recomputing every window (a full run)", flush=True)
+        last = None
     require_one_definition(spark, cfg, p, incremental=last is not None)
     run_id = f"{p.name}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     if last is None:
@@ -107,14 +119,15 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
         upserts, deletes, way, release = increment.upserts, increment.deletes, increment.way, increment.release
     staging = naming.staging_table("batch", p.name)
     # an overwrite by position, or with the schema when a definition's new aggregates made new columns (a
-    # replace of the table took 0.15-0.4 s more per run at 100M bronze events, stop 68)
+    # replace of the table took 0.15-0.4 s more per run at 100M bronze events)
     rows = staging_rows(p, upserts, deletes, run_id, version)
     gate = GateAlongside(audit, rows) if audit is not None and mode == "incremental" else None
     try:
         replace_rows(spark, rows, staging, contracts.batch_staging(p).column_names)
         release()  # the frames cached on the way (not the gate's, whose cache is computed)
         steps.done(f"{way} windows")
-        counts = staged_counts(spark, cfg, staging, has_deletes=deletes is not None)
+        written = latest_version(table_path(cfg, staging))  # under the batch lock: the newest commit is the write
+        counts = staged_counts(spark, cfg, staging, written, has_deletes=deletes is not None)
     except BaseException:
         if gate is not None:
             gate.abandon()
@@ -123,29 +136,28 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
            "previous_bronze_version": previous, "cutoff": cutoff,
            "windows_written": sum(counts.get(op, 0) for op in contracts.WRITTEN_OPS),
            "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
-           "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now()}
+           "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now(),
+           "staging_version": written}
     steps.done("counts")
     steps.report(f"batch: {p.name} stage")
     return run, known, gate
 
 
-def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, has_deletes: bool) -> dict[str, int]:
-    """Rows per ``op`` just written to ``staging`` (the caller holds the batch lock: the newest commit is
-    its write): without deletes, that commit's ``numOutputRows``, read from its log file (``DESCRIBE
-    HISTORY`` was a Spark job of 0.4 s, stop 56), else a count by ``op``."""
+def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, written: int,
+                  has_deletes: bool) -> dict[str, int]:
+    """Rows per ``op`` of ``staging`` as commit ``written`` (the run's write) left it: without deletes, that
+    commit's ``numOutputRows``, read from its log file (``DESCRIBE HISTORY`` is a Spark job of 0.4 s),
+    else a count by ``op``."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.io.delta_io import commit_info, latest_version
+    from spark_jobs.io.delta_io import commit_info
     from spark_jobs.io.ops_reader import table_path
 
-    written = None
-    if not has_deletes:
-        path = table_path(cfg, staging)
-        newest = latest_version(path)
-        if newest >= 0:
-            written = (commit_info(path, newest).get("operationMetrics") or {}).get("numOutputRows")
-    if written is not None:
-        return {"upsert": int(written)}
+    rows = None
+    if not has_deletes and written >= 0:
+        rows = (commit_info(table_path(cfg, staging), written).get("operationMetrics") or {}).get("numOutputRows")
+    if rows is not None:
+        return {"upsert": int(rows)}
     return {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
 
 
@@ -180,7 +192,9 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
     """Stage + validate + publish (refused in kappa mode). An incremental run's gate audits its rows
     while they are written (``batch_gate``). The ``staged`` run record is written while the quality gate
     runs or is awaited and the publish prepares (independent Spark jobs, side by side), and is in
-    ``ops.batch_runs`` before anything is published; the gate's Data Docs pages are written while the publish runs. ``steps``:
+    ``ops.batch_runs`` before anything is published; the gate's Data Docs pages are written while the publish runs.
+    The gate's verdict is recorded with the run as ``tidewater check --kind staging`` records it: on its
+    ``failed`` row, or on its ``published`` row (no row of its own on the critical path). ``steps``:
     receives the seconds of stage, validate and publish."""
     from spark_jobs.io.background import Background
 
@@ -200,12 +214,12 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
                     else validate(spark, cfg, p, staging, rows=int(staged["windows_written"]), docs_later=True))
         except TidewaterError as exc:
             recording.join()
-            staged.update(status="failed", message=str(exc)[:1000])
-            batch_runs.save(spark, staged)
+            batch_runs.save(spark, batch_runs.with_verdict(staged, False, staged["staging_version"], str(exc)))
             raise
         steps.done("validate")
+        gated = batch_runs.with_verdict(staged, True, staged["staging_version"])  # published with its verdict
         try:  # the staged record's commit goes on while the publish prepares, and ends before its rows' commit
-            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=staged, recorded=recording.join)
+            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=gated, recorded=recording.join)
         finally:
             recording.thread.join()
             wait_for_report(gate)

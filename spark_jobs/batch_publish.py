@@ -108,13 +108,16 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 
 def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str,
              just_staged: dict[str, Any] | None = None, recorded: Callable[[], object] | None = None) -> dict[str, Any]:
-    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``).
-    ``just_staged``: the run this caller staged under the batch lock it still holds, so it is the
+    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``), for a run
+    with a passing gate verdict on the rows it staged (``batch_runs.require_passing_verdict``).
+    ``just_staged``: the run this caller staged and gated under the batch lock it still holds, so it is the
     latest staged run and not published (``ops.batch_runs`` need not be read to know it). ``recorded``:
     waits for the caller's ``staged`` record of that run, still being committed while the publish
     prepares; called before any row of the run is written (a run is in ``ops.batch_runs`` before its
     rows are published: a crash in between leaves it ``staged``, never published and unrecorded)."""
     from spark_jobs.io.background import Background
+    from spark_jobs.io.delta_io import latest_version
+    from spark_jobs.io.ops_reader import table_path
     from spark_jobs.serving import refresh_view
 
     if just_staged is not None and just_staged["run_id"] == run_id:
@@ -125,6 +128,8 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
             refresh_view(spark, cfg, p)  # serve them (the latest published cutoff; left alone if it does)
             return {**done, "already_published": True}
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
+    staging = naming.staging_table("batch", p.name)
+    batch_runs.require_passing_verdict(run, staging, latest_version(table_path(cfg, staging)))
     started = time.monotonic()
     steps = Steps()
     wait = recorded or (lambda: None)

@@ -1,18 +1,24 @@
-"""``ops.batch_runs``: one row per batch run and status, appended as the run moves staged -> published
-(or failed, or superseded); a run's status is its row of highest rank (``current_runs``).
+"""``ops.batch_runs``: one row per batch run and status, appended as the run moves staged -> validated ->
+published (or failed, or superseded); a run's status is its row of highest rank (``current_runs``).
 
-Statuses: ``staged`` (rows computed into ``batch.<p>__staging``), ``published`` (merged into
-``batch.<p>``), ``superseded`` (a newer run was staged before this one was published), ``failed``.
+Statuses: ``staged`` (rows computed into ``batch.<p>__staging``, the commit numbered ``staging_version``),
+``validated`` (the quality gate passed on those rows), ``published`` (merged into ``batch.<p>``),
+``superseded`` (a newer run was staged before this one was published), ``failed`` (its gate failed, or
+its run of stage, gate and publish as one unit did). A verdict is recorded with the run (``with_verdict``):
+``gate`` ('passed' or 'failed') and ``gated_version``, the staging version it validated; a run is
+published only on a passing verdict on the very version it wrote, staging still at it
+(``require_passing_verdict``), whoever ran the gate.
 Appends, not a MERGE per change: a one-row append commits in 0.4-0.7 s, a MERGE of that row into the
 table took 1.1-1.7 s (2 cores, warm), and a batch run records twice on its critical path.
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts
+from lakehouse import contracts, naming
 from lakehouse.errors import NothingToDo, TidewaterError
 
 if TYPE_CHECKING:
@@ -20,7 +26,9 @@ if TYPE_CHECKING:
 
 TABLE = contracts.BATCH_RUNS.name
 # A run's statuses in the order it can reach them: its current status is the one of highest rank.
-STATUS_RANK = {"staged": 0, "superseded": 1, "failed": 1, "published": 2}
+STATUS_RANK = {"staged": 0, "validated": 1, "superseded": 2, "failed": 2, "published": 3}
+PENDING = ("staged", "validated")  # not published, and publishable once validated: a newer run supersedes them
+GATE_PASSED, GATE_FAILED = "passed", "failed"
 
 
 def now() -> datetime:
@@ -29,8 +37,8 @@ def now() -> datetime:
 
 def runs(spark: SparkSession, pipeline: str) -> list[dict[str, Any]]:
     """The pipeline's runs (``current_runs``), as ``collect()`` returns them: read from the table's log and
-    live files without a Spark job (one took 0.25-0.5 s of each incremental run at 100M bronze events,
-    stop 69), or with Spark when those cannot be read so (a file with a deletion vector, not a local table)."""
+    live files without a Spark job (one takes 0.25-0.5 s of each incremental run at 100M bronze events),
+    or with Spark when those cannot be read so (a file with a deletion vector, not a local table)."""
     rows = rows_from_log(spark)
     if rows is None:
         return current_runs([r.asDict() for r in spark.table(TABLE).where(f"pipeline = '{pipeline}'").collect()])
@@ -85,9 +93,10 @@ def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = Fals
     rows = [row]
     if supersede_staged:
         current = runs(spark, str(row["pipeline"])) if known is None else known
-        rows += [{**r, "status": "superseded"} for r in current if r["status"] == "staged" and r["run_id"] != row["run_id"]]
+        rows += [{**r, "status": "superseded"} for r in current if r["status"] in PENDING and r["run_id"] != row["run_id"]]
     from spark_jobs.io.local_rows import local_frame
 
+    add_missing_columns(spark)
     full = [[r.get(c) for c in contracts.BATCH_RUNS.column_names] for r in rows]
     local_frame(spark, full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
 
@@ -106,7 +115,7 @@ def already_published(spark: SparkSession, pipeline: str, run_id: str) -> dict[s
 
 
 def require_latest_staged(spark: SparkSession, pipeline: str, run_id: str) -> dict[str, Any]:
-    """The staged run ``run_id``, or a TidewaterError saying why it cannot be published: NothingToDo (not a
+    """The latest staged run ``run_id``, or a TidewaterError saying why it cannot be published: NothingToDo (not a
     failure) for a run that a later one superseded, whose rows took its place in staging and which went on
     or goes on to be published or refused by its own caller (the DAG's hourly run and a manual one)."""
     all_runs = runs(spark, pipeline)
@@ -118,12 +127,53 @@ def require_latest_staged(spark: SparkSession, pipeline: str, run_id: str) -> di
     later = all_runs[all_runs.index(run) + 1:]
     if run["status"] == "superseded" and later:
         raise superseded(run, later)
-    staged = [r for r in all_runs if r["status"] == "staged"]
-    latest = staged[-1]["run_id"] if staged else None
-    if run["status"] != "staged" or latest != run_id:
+    if run.get("gate") == GATE_FAILED:
+        raise gate_failed(run)
+    pending = [r for r in all_runs if r["status"] in PENDING]
+    latest = pending[-1]["run_id"] if pending else None
+    if run["status"] not in PENDING or latest != run_id:
         raise TidewaterError(f"batch: run {run_id} of {pipeline} is '{run['status']}', not the latest staged run "
                              f"(latest staged: {latest}); stage a new run with 'tidewater batch {pipeline} --stage-only'")
     return run
+
+
+def with_verdict(run: dict[str, Any], passed: bool, version: int, message: str = "") -> dict[str, Any]:
+    """``run`` with the quality gate's verdict on version ``version`` of its staging table, as recorded
+    (``validated``, or ``failed`` with ``message``): one form, whoever ran the gate (``tidewater check
+    --kind staging``, or ``tidewater batch`` on the rows it stages)."""
+    verdict = {"status": "validated", "gate": GATE_PASSED} if passed else {
+        "status": "failed", "gate": GATE_FAILED, "message": message[:1000]}
+    return {**run, **verdict, "gated_version": version}
+
+
+def wrote(spark: SparkSession, pipeline: str, version: int) -> dict[str, Any] | None:
+    """The staged (or validated) run whose rows are version ``version`` of its staging table, if any."""
+    mine = [r for r in runs(spark, pipeline) if r["status"] in PENDING and r.get("staging_version") == version]
+    return mine[-1] if mine else None
+
+
+def require_passing_verdict(run: dict[str, Any], staging: str, staging_now: int) -> None:
+    """Fail closed unless ``run`` holds a passing verdict on the rows it staged: the gate passed on the
+    version of ``staging`` the run wrote, and ``staging`` is still at that version (``staging_now``)."""
+    name, pipeline, wrote_version = run["run_id"], run["pipeline"], run.get("staging_version")
+    check = f"'tidewater check {pipeline} --kind staging'"
+    if run.get("gate") == GATE_FAILED:
+        raise gate_failed(run)
+    if run.get("gate") != GATE_PASSED or wrote_version is None or run.get("gated_version") != wrote_version:
+        raise TidewaterError(f"batch: run {name} of {pipeline} has no passing quality-gate verdict on the rows it "
+                             f"staged, so it is not published; get one with {check}, then publish it again")
+    if staging_now != wrote_version:
+        raise TidewaterError(f"batch: run {name} of {pipeline} was validated on {staging} v{wrote_version}, which "
+                             f"changed since (now v{staging_now}), so it is not published; stage a new run with "
+                             f"'tidewater batch {pipeline} --stage-only' and get its verdict with {check}")
+
+
+def gate_failed(run: dict[str, Any]) -> TidewaterError:
+    pipeline = run["pipeline"]
+    return TidewaterError(f"batch: run {run['run_id']} of {pipeline} failed the quality gate on its staged rows "
+                          f"({naming.staging_table('batch', pipeline)} v{run.get('gated_version')}), so it is never "
+                          f"published; stage a new run with 'tidewater batch {pipeline} --stage-only' and get its "
+                          f"verdict with 'tidewater check {pipeline} --kind staging'")
 
 
 def superseded(run: dict[str, Any], later: list[dict[str, Any]]) -> NothingToDo:
@@ -132,3 +182,28 @@ def superseded(run: dict[str, Any], later: list[dict[str, Any]]) -> NothingToDo:
     newest = "" if len(later) == 1 else f"; the latest is {later[-1]['run_id']} ({later[-1]['status']})"
     return NothingToDo(f"batch: run {run['run_id']} of {run['pipeline']} was superseded by run {nxt['run_id']} "
                        f"({nxt['status']}), staged after it{newest}; nothing to publish")
+
+
+_COMPLETE: set[str] = set()  # Spark applications that found the table with every column of its contract
+_COMPLETING = threading.Lock()
+
+
+def add_missing_columns(spark: SparkSession) -> None:
+    """The contract's columns that the table lacks (made before it had them) are added, once per Spark
+    application; its older rows read them as null. Another process adding them first is no error."""
+    app = spark.sparkContext.applicationId
+    with _COMPLETING:
+        if app in _COMPLETE:
+            return
+        if missing := missing_columns(spark):
+            try:
+                spark.sql(f"ALTER TABLE {TABLE} ADD COLUMNS ({', '.join(f'`{c}` {t}' for c, t in missing)})")
+            except Exception:
+                if missing_columns(spark):  # not added by another process meanwhile
+                    raise
+        _COMPLETE.add(app)
+
+
+def missing_columns(spark: SparkSession) -> list[tuple[str, str]]:
+    have = set(spark.table(TABLE).columns)
+    return [(c, t) for c, t in contracts.BATCH_RUNS.columns if c not in have]

@@ -107,7 +107,7 @@ def delta_relation(cfg: TidewaterConfig, table: str) -> str:
     """``delta.`<location>```: the Delta table ``table`` read by its location. A query of the view then
     looks up only the view in the metastore, not each table behind it: the Thrift server serializes
     every metastore call of every session behind one lock (``HiveExternalCatalog.withClient``), and
-    with 8 JDBC clients a third of their handler threads' samples waited on it (stop 28). Tidewater's
+    with 8 JDBC clients a third of their handler threads' samples waited on it. Tidewater's
     tables are managed tables in the warehouse (``ops_reader.table_path``): the location is known
     without ``DESCRIBE DETAIL``, which loads the table's Delta snapshot (0.3-1 s per table at publish)."""
     from spark_jobs.io.ops_reader import table_path

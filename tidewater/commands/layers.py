@@ -2,9 +2,10 @@
 
 ``tidewater batch <p> [--full] --stage-only`` prints, as its LAST stdout line, one JSON object
 ``{"run_id", "status", "staging_table", "windows", "deleted", "cutoff", "already_published"}``;
-``tidewater batch <p> --publish --run-id ID`` publishes that staged run and prints the same object
-(publishing a published run again is a no-op with ``already_published: true``). Plain
-``tidewater batch <p>`` stages, validates and publishes.
+``tidewater batch <p> --publish --run-id ID`` publishes that staged run once ``tidewater check <p> --kind
+staging`` recorded a passing verdict on its rows, and prints the same object (publishing a published run
+again writes no row, answers ``already_published: true`` and moves the serving view to the latest published
+cutoff if a failed refresh left it behind). Plain ``tidewater batch <p>`` stages, validates and publishes.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def register(sub: Subparsers) -> None:
     add_pipeline_arg(p)
     p.add_argument("--full", action="store_true", help="recompute every window (default: incremental)")
     p.add_argument("--stage-only", action="store_true", help="compute into staging only; print a JSON line")
-    p.add_argument("--publish", action="store_true", help="publish the staged run given by --run-id")
+    p.add_argument("--publish", action="store_true",
+                   help="publish the staged run given by --run-id (once 'tidewater check <p> --kind staging' passed it)")
     p.add_argument("--run-id", help="run id printed by --stage-only")
     p.set_defaults(handler=cmd_batch, precheck=batch_precheck)
     p = sub.add_parser("serving", help="manage the serving view")

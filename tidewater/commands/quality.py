@@ -2,7 +2,9 @@
 
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
-path. The last stdout line is a JSON summary (``failed`` kinds, ``failures`` per kind). Exit 1 if a critical
+path. ``--kind staging`` audits the rows the latest staged batch run wrote and records the verdict with
+that run, which a publish requires (``batch_gate.check_staged``). The last stdout line is a JSON summary
+(``failed`` kinds, ``failures`` per kind, ``verdict``: the staged run's recorded verdict). Exit 1 if a critical
 expectation failed (a quarantine rate above the pipeline's ``quality.max_quarantine_rate`` among them).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -32,13 +35,14 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from expectations.runner import validate_table
     from infra.spark_session import get_spark
+    from spark_jobs.batch_gate import check_staged
     from spark_jobs.batch_runs import published_cutoff
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     kinds = args.kind or [k for k in DEFAULT_KINDS if not (k == "batch" and cfg.mode == "kappa")]
     spark = get_spark(cfg, f"tidewater-check-{p.name}")
-    failed, docs, failures = [], "", {}
+    failed, docs, failures, verdict = [], "", {}, None
     for kind in kinds:
         table = args.table if args.table and len(kinds) == 1 else table_for(cfg, p.name, kind)
         if not spark.catalog.tableExists(table):
@@ -49,8 +53,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"SKIPPED {kind}: table {table} does not exist yet")
             continue
         progress(f"validating {table} with suite {kind}.{p.name} …")
-        outcome = validate_table(cfg, p, kind, table, spark=spark, build_docs=not args.no_docs,
-                                 read_cutoff=published_cutoff)
+        if kind == "staging" and not args.table:
+            staged = check_staged(spark, cfg, p, build_docs=not args.no_docs)
+            outcome, verdict = staged.outcome, verdict_of(staged.run)
+            print(verdict_line(p.name, table, staged.version, staged.run), flush=True)
+        else:
+            outcome = validate_table(cfg, p, kind, table, spark=spark, build_docs=not args.no_docs,
+                                     read_cutoff=published_cutoff)
         print(outcome.summary().replace(f"\n  Data Docs: {outcome.docs}", ""), flush=True)
         docs = outcome.docs or docs
         if not outcome.success:
@@ -58,8 +67,20 @@ def cmd_check(args: argparse.Namespace) -> int:
             failures[kind] = outcome.failures
     if docs:
         print(f"Data Docs: {docs}")
-    print(json.dumps({"pipeline": p.name, "kinds": kinds, "failed": failed, "failures": failures, "docs": docs}))
+    print(json.dumps({"pipeline": p.name, "kinds": kinds, "failed": failed, "failures": failures, "docs": docs,
+                      "verdict": verdict}))
     return 1 if failed else 0
+
+
+def verdict_of(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if run is None else {"run_id": run["run_id"], "gate": run["gate"], "staging_version": run["gated_version"]}
+
+
+def verdict_line(pipeline: str, table: str, version: int, run: dict[str, Any] | None) -> str:
+    if run is None:
+        return (f"NOT RECORDED: no staged run of {pipeline} waiting to be published wrote {table} v{version}; "
+                f"stage one with 'tidewater batch {pipeline} --stage-only', then check it")
+    return f"verdict '{run['gate']}' recorded for run {run['run_id']} on {table} v{version}"
 
 
 def register(sub: Subparsers) -> None:

@@ -1,14 +1,13 @@
-"""A batch publish against the serving view and the quality gate, on real Spark + Delta + the metastore.
+"""A batch publish against the serving view, on real Spark + Delta + the metastore.
 
 * A Kappa replay switch that lands between a publish's read of the active speed version and its
   replace of ``serving.<p>`` must not leave the view on the frozen version: the view reads the active one.
 * A publish whose view refresh fails after its rows are in ``batch.<p>``: publishing it again moves the
   view to the run's cutoff.
-* A staged run without a passing gate verdict on its exact rows is never published, by run id or by
-  the plain ``tidewater batch``, which records its verdict the same way.
 
 No Kafka: bronze is written as the ingest query writes it, the speed versions as their queries do.
-The tests run in order over one ``sensor_readings`` history (each appends later events).
+The tests run in order over one ``sensor_readings`` history (each appends later events). Its helpers
+serve ``test_publish_gate`` too.
 """
 
 from __future__ import annotations
