@@ -188,7 +188,8 @@ GOALS = [
 
 
 def kind_of(result: Result) -> str | None:
-    if "results" in result and (result.get("size") or {}).get("name") == "full":
+    size = result.get("size")
+    if "results" in result and isinstance(size, dict) and size.get("name") == "full":
         return "bench"
     if result.get("benchmark") == "dag_run":
         return "dag_run"
@@ -235,12 +236,16 @@ def table(results: list[tuple[str, Result]]) -> str:
 
 
 def load(folder: Path = RESULTS) -> list[tuple[str, Result]]:
+    """Every result as (its name, its JSON): ``<stamp>-<name>.json`` files, and the JSON files in
+    ``<stamp>-<name>/`` folders (named after the folder)."""
     out = []
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted([*folder.glob("*.json"), *folder.glob("*/*.json")]):
         try:
-            out.append((path.stem, json.loads(path.read_text())))
+            result = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(result, dict):
+            out.append((path.stem if path.parent == folder else path.parent.name, result))
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,3 +58,11 @@ def test_the_readme_holds_the_table_of_the_committed_results() -> None:
     """Refresh it with ``python -m benchmarks.results_table --write`` (``tidewater bench`` does it itself)."""
     text = README.read_text()
     assert text[text.index(START) + len(START):text.index(END)].strip() == table(load()).strip()
+
+
+def test_results_are_read_from_files_and_from_result_folders(tmp_path: Path) -> None:
+    (tmp_path / "20261201T000000Z-full.json").write_text(json.dumps(bench("full", "a" * 40, flink(0.3))))
+    (tmp_path / "20261202T000000Z-chaos").mkdir()
+    (tmp_path / "20261202T000000Z-chaos" / "chaos.json").write_text(json.dumps({"seed": 1}))
+    (tmp_path / "20261203T000000Z-full.json").write_text("{ not json")
+    assert [name for name, _ in load(tmp_path)] == ["20261201T000000Z-full", "20261202T000000Z-chaos"]
