@@ -5,6 +5,7 @@ nothing to stage."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,32 @@ def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> D
     df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
           .option("endingVersion", upto).table(naming.table("bronze", p.name)))
     return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def changes_gone(cfg: TidewaterConfig, p: Pipeline, after: int, upto: int) -> str | None:
+    """Why bronze's Change Data Feed for versions ``after+1 .. upto`` can no longer be read (None: it can):
+    a commit's log file was cleaned up, or a data file such a commit added is gone (VACUUM removes the
+    files a compaction replaced once they are older than its retention). Read from the Delta log and the
+    file system, so an incremental run falls back to a full one before any Spark job fails on it."""
+    from urllib.parse import unquote
+
+    from spark_jobs.io.ops_reader import table_path
+
+    root = table_path(cfg, naming.table("bronze", p.name))
+    missing = 0
+    for version in range(after + 1, upto + 1):
+        log = root / "_delta_log" / f"{version:020d}.json"
+        if not log.exists():
+            return f"bronze's Delta log no longer holds version {version} (log retention)"
+        for line in log.read_text(encoding="utf-8").splitlines():
+            action = json.loads(line)
+            added = action.get("add") if (action.get("add") or {}).get("dataChange", True) else None
+            for entry in (added, action.get("cdc")):
+                if entry and "://" not in entry["path"] and not (root / unquote(entry["path"])).exists():
+                    missing += 1
+    if missing:
+        return f"{missing} data files that bronze versions {after + 1}-{upto} added are gone (VACUUM)"
+    return None
 
 
 def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str, Any] | None:

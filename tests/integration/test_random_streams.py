@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from benchmarks.correctness import serving_differences, serving_rows, spark_query
+from benchmarks.random_streams import Scenario, fast_clock, generate, read_topic, send
 from benchmarks.stream_oracle import Expected, Record, expected_serving, reason_code
 from lakehouse.pipeline import available_pipelines, load_pipeline
-from benchmarks.random_streams import Scenario, fast_clock, generate, read_topic, send
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "Pacific/Chatham"  # UTC+12:45/+13:45: see the host_time_zone fixture
