@@ -106,7 +106,11 @@ soak: setup ## Chaos soak: 30 min at 2,000 events/s on 3 brokers, kill -9 of 4 c
 	@$(call pip_install,$(BIN),$(BENCH_PACKAGES))
 	@$(BIN)/tidewater soak $(SOAK_ARGS)
 
+CHAOS_ARGS ?=
+chaos: setup ## Operation-sequence chaos run: 300 seeded operations over every pipeline in both modes (writes benchmarks/results/)
+	@$(BIN)/python -m benchmarks.chaos $(CHAOS_ARGS)
+
 clean: down ## Stop services and delete local data (.tidewater/)
 	@rm -rf .tidewater
 
-.PHONY: help setup bi-venv bi system-deps demo up down status test test-fast lint bench bench-quick soak clean
+.PHONY: help setup bi-venv bi system-deps demo up down status test test-fast lint bench bench-quick soak chaos clean

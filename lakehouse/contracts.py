@@ -65,7 +65,7 @@ STREAMED = (("delta.checkpointInterval", "100"),)
 # Tables an incremental batch run MERGEs a few windows into, spread over the whole history: deletion
 # vectors mark the replaced rows instead of rewriting every file that holds one. No auto compaction:
 # after each such MERGE it rewrote every file the MERGE had marked, i.e. the whole table (3.3 s of a
-# 100M-event run's publish, stop 68); the maintenance DAG's OPTIMIZE folds the small files instead
+# 100M-event run's publish); the maintenance DAG's OPTIMIZE folds the small files instead
 # (and the session turns it off for tables created with it on: ``infra.spark_session``).
 MERGED = (("delta.enableDeletionVectors", "true"),)
 
@@ -295,7 +295,7 @@ SERVED_COLUMNS = tuple(c for c in SERVING_COLUMNS if c[0] != "source")
 
 # ``op`` of a staged row: write the window (``upsert``); write a window the run read from ``batch.<p>``, so
 # it is there (``update``: a fold's windows; a MERGE of updates only needs no insert clause, 0.7-0.9 s less
-# at 100M bronze events, stop 68); or delete it. Their order matters: ``staged_ops`` reads which are
+# at 100M bronze events); or delete it. Their order matters: ``staged_ops`` reads which are
 # present from the min and max of the column's file statistics.
 STAGED_OPS = ("delete", "update", "upsert")
 WRITTEN_OPS = ("update", "upsert")

@@ -25,6 +25,7 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
+from spark_jobs.serving import view_lock
 from spark_jobs.speed_control import (
     committed_offsets,
     lag_records,
@@ -105,9 +106,11 @@ def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeo
 
 def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int,
            refresh: Callable[[int], Any], replay_job: str | None, restart_main: bool) -> None:
-    """The atomic switch: view first (readers move in one step), then the active-version record."""
-    refresh(to_version)
-    set_active_version(cfg, p.name, to_version, previous=from_version)
+    """The atomic switch: view first (readers move in one step), then the active-version record, both under
+    the serving view lock (``serving.view_lock``), so a publish never re-creates the view on the old version."""
+    with view_lock(cfg, p):  # a publish reads the active version and replaces the view under it too
+        refresh(to_version)
+        set_active_version(cfg, p.name, to_version, previous=from_version)
     if replay_job:
         stop_speed(cfg, p, name=replay_job)
     stop_speed(cfg, p)

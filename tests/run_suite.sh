@@ -3,14 +3,14 @@
 # integration -x"`). Without: the whole suite in two phases, each pytest run one module at a time.
 # * Phase 1, two lanes at once (each its own pytest process and isolated stacks):
 #   - lane A: the e2e package (its waits on Airflow leave a core idle), the kill -9 test, Kappa replay, the
-#     speed layer;
+#     speed layer, the operation sequence;
 #   - lane B: the light integration modules (one broker, one driver), the one-stack modules (JDBC,
 #     incremental batch, random streams, Kafka cluster faults), then `tests/spark` (one local[1] JVM) and
 #     `tests/unit`. A later module's Delta session once started on tests/spark's plain JVM (no Delta
-#     jars; JDBC after it failed 8 of its 9 tests, stop 40): its conftest now ends that JVM (tests/spark is
+#     jars; JDBC after it failed 8 of its 9 tests): its conftest ends that JVM (tests/spark is
 #     a package, so its package-scoped session ends with it), and it runs last anyway.
 # * Phase 2, alone: the quick benchmark and the quick soak, which load both cores on purpose (the quick
-#   soak beside the e2e package could not recover its speed job, stop 39).
+#   soak beside the e2e package could not recover its speed job).
 # Lane B's and phase 2's reports print after lane A's. The exit status fails if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,8 @@ if [ $# -gt 0 ]; then
   exec "$pytest" "$@"
 fi
 it=tests/integration
-lane_a=(tests/e2e "$it/test_speed_crash.py" "$it/test_kappa_replay.py" "$it/test_speed_layer.py")
+lane_a=(tests/e2e "$it/test_speed_crash.py" "$it/test_kappa_replay.py" "$it/test_speed_layer.py"
+        "$it/test_operation_sequence.py")
 lane_b=("$it/test_catalog_across_processes.py" "$it/test_delta_log_cleanup.py" "$it/test_flink_peer.py" "$it/test_job_service.py"
         "$it/test_kafka_broker.py" "$it/test_kappa_replay_refusal.py" "$it/test_missing_topic_and_java.py"
         "$it/test_install_lock.py" "$it/test_quality_suites.py" "$it/test_stack_lock.py" "$it/test_standalone_cluster.py"

@@ -80,13 +80,13 @@ def clean_expired(spark: Any, table: str, keep_after: datetime) -> tuple[int, in
 def protected_bronze_version(runs: list[dict[str, Any]]) -> int | None:
     """The oldest bronze version the batch layer will still read: the latest published run's (the next
     incremental run's Change Data Feed starts after it, its reconciliation reads it), else the oldest
-    staged run's; None when no run needs one (pure)."""
+    staged or validated (not yet published) run's; None when no run needs one (pure)."""
     from spark_jobs import batch_runs
 
     latest = batch_runs.latest_published(runs)
     if latest is not None:
         return int(latest["bronze_version"])
-    staged = [int(r["bronze_version"]) for r in runs if r["status"] == "staged"]
+    staged = [int(r["bronze_version"]) for r in runs if r["status"] in batch_runs.PENDING]
     return min(staged) if staged else None
 
 

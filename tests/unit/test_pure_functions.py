@@ -174,6 +174,7 @@ def test_the_batch_layers_oldest_needed_bronze_version_and_its_checkpoint(tmp_pa
     assert protected_bronze_version([]) is None
     assert protected_bronze_version([run("failed", 3, 1)]) is None
     assert protected_bronze_version([run("staged", 40, 1), run("staged", 30, 2)]) == 30
+    assert protected_bronze_version([run("staged", 40, 1), run("validated", 30, 2)]) == 30  # validated: still to publish
     assert protected_bronze_version([run("published", 20, 1), run("published", 25, 2), run("staged", 30, 3)]) == 25
     for name in ("00000000000000000100.checkpoint.parquet", "00000000000000000200.checkpoint.parquet",
                  "00000000000000000150.json", "_last_checkpoint"):
