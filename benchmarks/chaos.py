@@ -47,7 +47,9 @@ def run(steps: int, seed: int, out: Path) -> dict[str, Any]:
                 p = load_pipeline(name, cfg.pipelines)
                 ensure_topic(cfg, p.topic)
                 sequence = OperationSequence(spark, cfg, p, seed)
-                entry: dict[str, Any] = {"mode": mode, "pipeline": name, "window": p.window.type}
+                entry: dict[str, Any] = {"mode": mode, "pipeline": name, "window": p.window.type,
+                                         "operations": sequence.counts, "steps": sequence.steps}
+                sequence.on_step = lambda: write(result, out)  # a run cut short keeps every step done
                 result["sequences"].append(entry)
                 try:
                     sequence.run(per_sequence)
@@ -55,7 +57,6 @@ def run(steps: int, seed: int, out: Path) -> dict[str, Any]:
                     entry["failure"] = str(exc)
                     return finish(result, out)
                 finally:
-                    entry.update(operations=dict(sequence.counts), steps=sequence.steps)
                     stop_speed(cfg, p)
                     write(result, out)
     return finish(result, out)

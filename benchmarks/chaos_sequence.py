@@ -67,6 +67,7 @@ class OperationSequence:
     produced: list[dict[str, Any]] = field(default_factory=list)  # valid events sent, for duplicates
     counts: dict[str, int] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)  # per step: operation, seconds, each invariant
+    on_step: Any = None  # called after each step's checks (``benchmarks.chaos`` writes its results file)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}/{self.p.name}/{self.cfg.mode}")
@@ -105,6 +106,8 @@ class OperationSequence:
         record = {"step": len(self.done), "operation": op, "seconds": round(time.monotonic() - started, 1),
                   "invariants": self.check()}
         self.steps.append(record)
+        if self.on_step is not None:
+            self.on_step()
 
     def require(self, result: dict[str, Any], what: str) -> dict[str, Any]:
         if result["exit"] != 0:
