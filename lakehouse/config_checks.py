@@ -83,7 +83,8 @@ def validate(cfg: TidewaterConfig) -> None:
 
 
 def is_wildcard(host: str) -> bool:
-    """0.0.0.0, ::, * or another spelling of them ('0', '[::]'): every address of the machine, for a bind only."""
+    """A wildcard address: 0.0.0.0, ::, * or another spelling of them ('0', '[::]'): every address of the
+    machine, for a bind only."""
     bare = host.strip().strip("[]")
     if bare in ("", "*"):
         return True
