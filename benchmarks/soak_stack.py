@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from infra.services import thrift_access
 from lakehouse.config import TidewaterConfig
 
 BROKERS = 3
@@ -147,10 +148,8 @@ def tree_memory_mb(pid: int) -> tuple[float, float] | None:
 
 
 def jdbc_query(cfg: TidewaterConfig, sql: str) -> list[tuple[Any, ...]]:
-    """Rows of ``sql`` through the Thrift server (HiveServer2, NOSASL on loopback), as a BI tool reads them."""
-    from pyhive import hive
-
-    conn = hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, auth="NOSASL", username="soak")
+    """Rows of ``sql`` through the Thrift server, logged in as the BI user, as a BI tool reads them."""
+    conn = thrift_access.connect(cfg)
     try:
         cur = conn.cursor()
         cur.execute(sql)

@@ -6,7 +6,13 @@ server and the cache keeper (``spark_jobs.serving_cache``) share one JVM and its
 keeper runs in the main thread: if it fails, the program ends and the JVM with it (``spark-submit``
 exits with the program), so the server never outlives the keeper of its cache.
 
-Usage: thrift_service.py --state FILE --every SECONDS VIEW...   (SECONDS 0: no cache)
+Before HiveServer2 starts, the program installs the server's security (``io.tidewater.spark.auth.
+ThriftSecurity``): the password check against ``--credentials`` (salted hashes) and the access rules of
+``--access`` (``infra/thrift_access.json``); its own sessions, this one and the keeper's, are trusted:
+the rules are for clients.
+
+Usage: thrift_service.py --state FILE --every SECONDS --credentials FILE --access FILE VIEW...
+(SECONDS 0: no cache)
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="thrift_service")
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--every", type=float, required=True)
+    parser.add_argument("--credentials", type=Path, required=True)
+    parser.add_argument("--access", type=Path, required=True)
     parser.add_argument("views", nargs="*")
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
@@ -36,6 +44,8 @@ def main(argv: list[str]) -> int:
     spark = SparkSession.builder.enableHiveSupport().getOrCreate()
     jvm = spark._jvm
     assert jvm is not None
+    security = jvm.io.tidewater.spark.auth.ThriftSecurity
+    security.install(str(args.credentials), str(args.access), spark._jsparkSession)
     jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(spark._jsparkSession.sqlContext())
     cache = f"rebuilt at most every {args.every} s for {args.views}" if args.every else "off"
     log(f"HiveServer2 started; serving cache {cache}")
@@ -46,6 +56,7 @@ def main(argv: list[str]) -> int:
     from spark_jobs.serving_cache import ServingCache
 
     session = spark.newSession()
+    security.trust(session._jsparkSession)  # the serving cache's views are changed through this session only
     session.conf.set("spark.sql.shuffle.partitions", "1")  # the views' rows are few
     session.conf.set("spark.databricks.delta.stalenessLimit", "0")  # rebuilds read the newest commits
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", BACKGROUND_POOL)  # queries' tasks go first

@@ -8,8 +8,7 @@ memory, rebuilt when its tables change (``spark_jobs.serving_cache``), and its S
 ``serving.<p>`` there (``infra/java/io/tidewater/spark/ServingParser.java``, built by ``infra.jars``);
 other tables are read at their newest commit (Delta's ``stalenessLimit`` stays 0: a view over two tables read
 with snapshots of different ages could pair a new cutoff with ``batch.<p>`` from before its publish).
-JDBC URL:
-``jdbc:hive2://127.0.0.1:<thrift.port>/default;auth=noSasl``.
+JDBC URL: ``jdbc:hive2://127.0.0.1:<thrift.port>/default`` with a user and password.
 
 Class path: the Delta and Kafka jars go on the driver's own class path (``--driver-class-path``),
 not only in ``spark.jars``. ``spark.jars`` puts them in a child class loader that HiveServer2's
@@ -22,9 +21,17 @@ loader delegates to its parent first, so each class still has one definition.
 Secrets: settings that hold a password (the metastore's) go in ``<data_dir>/secrets/
 thrift_server.properties`` (mode 0600, ``--properties-file``), never on the command line.
 
-Authentication: ``hive.server2.authentication=NOSASL``, with the listener bound to 127.0.0.1 only
-(``hive.server2.thrift.bind.host``), so only local users reach it; no password exists, hence none
-is defaulted. Put an authenticating proxy in front before exposing it beyond loopback.
+Security (``infra.services.thrift_access``; tests/integration/test_bi_security.py):
+* authentication: ``hive.server2.authentication=CUSTOM``, every session logs in with a user and password,
+  checked against salted hashes (``io.tidewater.spark.auth.PasswordFileAuthenticator``); no user may
+  act as another (``hive.server2.allow.user.substitution=false``), and HiveServer2 runs each operation
+  as its session's user (``hive.server2.enable.doAs``), which is how the access control knows the user;
+* authorisation: the ``AccessControlExtension`` checks every analyzed plan against ``infra/thrift_access.json``;
+  ``spark.sql.variable.substitute=false`` (``${...}`` would read the server's settings, the metastore
+  password among them). ``spark.sql.runSQLOnFiles`` stays on: the serving views read their Delta tables
+  as ``delta.`<path>```; the access control refuses file paths in a client's statements instead;
+* the listener binds to loopback only (``hive.server2.thrift.bind.host``): passwords cross the socket
+  in clear text (SASL PLAIN, no TLS).
 """
 
 from __future__ import annotations
@@ -37,17 +44,20 @@ from typing import Any
 from infra import local_fs
 from infra.jvm import require_java
 from infra.jvm_scratch import THRIFT_OWNER, scratch_folder, scratch_settings
+from infra.services import thrift_access
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
 MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "thrift_service.py"  # run by path, not imported
-AUTH = "NOSASL"
 STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
 # spark.sql.hive.metastore.sharedPrefixes when unset (Spark 4.1, HiveUtils)
 DEFAULT_SHARED_PREFIXES = ("com.mysql.jdbc", "com.mysql.cj", "org.postgresql", "com.microsoft.sqlserver", "oracle.jdbc")
 SERVING_REDIRECT = "io.tidewater.spark.ServingRedirectExtension"  # infra/java: serving.<p> reads from memory
+ACCESS_CONTROL = "io.tidewater.spark.authz.AccessControlExtension"  # after the redirect: its parser wraps it
+# HiveServer2 would run statements as this user instead of each session's (hive shims' Utils.getUGI)
+USER_OVERRIDES = ("HADOOP_USER_NAME", "HADOOP_PROXY_USER")
 
 
 def _process(cfg: TidewaterConfig) -> ManagedProcess:
@@ -76,7 +86,8 @@ def spark_submit() -> Path:
 
 
 def jdbc_url(cfg: TidewaterConfig) -> str:
-    return f"jdbc:hive2://{cfg.thrift.host}:{cfg.thrift.port}/default;auth=noSasl"
+    """The Hive JDBC URL; the user and password are given apart (beeline ``-n``, ``-w <password file>``)."""
+    return f"jdbc:hive2://{cfg.thrift.host}:{cfg.thrift.port}/default"
 
 
 def driver_class_path(conf: dict[str, str]) -> str:
@@ -145,7 +156,8 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
     conf.update(scratch_settings(scratch_folder(cfg, THRIFT_OWNER), conf["spark.driver.extraJavaOptions"]))
     conf.update(isolated_metastore_client(conf))
-    conf["spark.sql.extensions"] += f",{SERVING_REDIRECT}"
+    conf["spark.sql.extensions"] += f",{SERVING_REDIRECT},{ACCESS_CONTROL}"
+    conf["spark.sql.variable.substitute"] = "false"  # see the module's docstring
     class_path = driver_class_path(conf)
     if str(build_tidewater_jar()) not in class_path.split(os.pathsep):  # there already with infra.local_fs
         class_path = os.pathsep.join([class_path, str(build_tidewater_jar())])
@@ -155,7 +167,8 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
             "--master", conf.pop("spark.master"), "--driver-memory", conf.pop("spark.driver.memory"),
             "--driver-class-path", class_path, "--properties-file", str(properties_file(cfg))]
     server = {"hive.server2.thrift.bind.host": cfg.thrift.host, "hive.server2.thrift.port": str(cfg.thrift.port),
-              "hive.server2.authentication": AUTH, "hive.server2.transport.mode": "binary"}
+              "hive.server2.authentication": thrift_access.AUTH, "hive.server2.transport.mode": "binary",
+              "hive.server2.enable.doAs": "true", "hive.server2.allow.user.substitution": "false"}
     conf.update({f"spark.hadoop.{key}": value for key, value in server.items()})  # HiveServer2 reads Hadoop's conf
     conf[STALENESS_KEY] = "0"  # every query reads each table's newest commit (see the module's docstring)
     for key, value in conf.items():
@@ -163,8 +176,8 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     from lakehouse.pipeline import available_pipelines
 
     views = [naming.table("serving", name) for name in available_pipelines()]
-    argv += [str(MAIN_PROGRAM), "--state", str(cache_state_file(cfg)),
-             "--every", str(cfg.thrift.max_staleness_seconds), *views]
+    argv += [str(MAIN_PROGRAM), "--state", str(cache_state_file(cfg)), "--every", str(cfg.thrift.max_staleness_seconds),
+             "--credentials", str(thrift_access.credentials_file(cfg)), "--access", str(thrift_access.RULES_FILE), *views]
     return argv, secret
 
 
@@ -173,8 +186,12 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     if proc.running():
         return proc.pid() or 0
     if cfg.thrift.host not in ("127.0.0.1", "localhost", "::1"):
-        raise ServiceError(f"thrift: thrift.host is {cfg.thrift.host!r}; the server has no authentication, so it "
-                           "binds to loopback only: set thrift.host to 127.0.0.1")
+        raise ServiceError(f"thrift: thrift.host is {cfg.thrift.host!r}; passwords reach the server in clear text "
+                           "(no TLS), so it binds to loopback only: set thrift.host to 127.0.0.1")
+    overridden = [name for name in USER_OVERRIDES if os.environ.get(name)]
+    if overridden:
+        raise ServiceError(f"thrift: {overridden[0]} is set; the Thrift server would run every client's statements "
+                           f"as that user: unset {overridden[0]}")
     if port_open(cfg.thrift.host, cfg.thrift.port):
         raise ServiceError(f"thrift: port {cfg.thrift.port} is already in use; set thrift.port or TIDEWATER_THRIFT_PORT")
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
@@ -183,6 +200,7 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     scratch_folder(cfg, THRIFT_OWNER, fresh=True)  # a killed server's files; none runs now
     cache_state_file(cfg).unlink(missing_ok=True)  # a previous server's: never read as this one's
     _write_properties(properties_file(cfg), secret)
+    thrift_access.write_credentials(cfg)
     return start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
                          interval=1, env=env, cwd=cfg.data_dir)
 
@@ -205,7 +223,8 @@ def serving_ready(cfg: TidewaterConfig) -> bool:
 def status(cfg: TidewaterConfig) -> dict[str, object]:
     proc = _process(cfg)
     return {"service": "thrift", "pid": proc.pid(), "address": jdbc_url(cfg), "healthy": healthy(cfg),
-            "auth": f"{AUTH} (loopback only)", "serving_cache": cache_summary(cfg), "log": str(proc.log_file)}
+            "auth": f"{thrift_access.AUTH}: users {', '.join(thrift_access.BI_USERS)}; {thrift_access.where(cfg)}",
+            "serving_cache": cache_summary(cfg), "log": str(proc.log_file)}
 
 
 def cache_summary(cfg: TidewaterConfig) -> str:

@@ -1,7 +1,9 @@
 """BI access: the Spark Thrift Server shares the catalog and works for pyhive, SQLAlchemy's ``hive://``
-and the Hive JDBC driver (beeline, exactly as the README writes it, from a plain shell); its Delta jars
-are on the driver's own class path; queries survive a Delta table change on new and old connections;
-sequential and concurrent clients see zero failures. Also: ``tidewater sql`` prints a table."""
+and the Hive JDBC driver (beeline, exactly as the README writes it, from a plain shell), every client
+logged in with a user and password (``infra.services.thrift_access``; what each user may do:
+tests/integration/test_bi_security.py); its Delta jars are on the driver's own class path; queries
+survive a Delta table change on new and old connections; sequential and concurrent clients see zero
+failures. Also: ``tidewater sql`` prints a table."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from infra.services import thrift_access
 from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
 from tests.integration.speed_helpers import as_partial_rows, write_speed_rows
@@ -44,10 +47,8 @@ def thrift(spark: SparkSession, cfg: TidewaterConfig) -> Iterator[TidewaterConfi
     thrift_server.stop(cfg)
 
 
-def _connect(cfg: TidewaterConfig, user: str = "analyst") -> Any:  # pyhive is untyped
-    from pyhive import hive
-
-    return hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, auth="NOSASL", username=user)
+def _connect(cfg: TidewaterConfig, user: str = thrift_access.READ_ONLY_USER) -> Any:  # pyhive is untyped
+    return thrift_access.connect(cfg, user)
 
 
 def _query(conn: Any, sql: str) -> list[Row]:
@@ -56,7 +57,7 @@ def _query(conn: Any, sql: str) -> list[Row]:
         return list(cur.fetchall())
 
 
-def _once(cfg: TidewaterConfig, sql: str, user: str = "analyst") -> list[Row]:
+def _once(cfg: TidewaterConfig, sql: str, user: str = thrift_access.READ_ONLY_USER) -> list[Row]:
     """A new connection for one query."""
     with closing(_connect(cfg, user)) as conn:
         return _query(conn, sql)
@@ -149,15 +150,22 @@ def test_pyhive_reads_serving_view_with_filter(spark: SparkSession, cfg: Tidewat
 
 def test_delta_jars_on_the_servers_own_class_path(cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     """Jars only in spark.jars live in a child class loader that HiveServer2's threads do not use.
-    And the metastore password is not on the command line (a 0600 properties file instead)."""
+    And no password is on the command line: the metastore's is in a 0600 properties file, the BI users'
+    only as salted hashes in a 0600 credentials file (``reflect`` is the admin's only)."""
     from infra.services import metastore, thrift_server
 
     pid = thrift_server.status(cfg)["pid"]
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    assert metastore.password(cfg).encode() not in b" ".join(cmdline)
-    assert thrift_server.properties_file(cfg).stat().st_mode & 0o777 == 0o600
+    secrets = [metastore.password(cfg), *(thrift_access.password(cfg, u) for u in thrift_access.BI_USERS)]
+    assert not [s for s in secrets if s.encode() in b" ".join(cmdline)]
+    credentials = thrift_access.credentials_file(cfg)
+    assert not [s for s in secrets if s in credentials.read_text()]
+    for path in (thrift_server.properties_file(cfg), credentials, *(thrift_access.password_file(cfg, u)
+                                                                     for u in thrift_access.BI_USERS)):
+        assert path.stat().st_mode & 0o777 == 0o600, path
     launched = cmdline[cmdline.index(b"-cp") + 1].decode()
-    [(class_path,)] = _once(cfg, "SELECT reflect('java.lang.System', 'getProperty', 'java.class.path')")
+    admin = thrift_access.ADMIN_USER
+    [(class_path,)] = _once(cfg, "SELECT reflect('java.lang.System', 'getProperty', 'java.class.path')", admin)
     for jar in ("delta-spark_", "delta-storage-", "spark-sql-kafka-", "derbyclient-", "hive-llap-common-"):
         assert re.search(rf"/{jar}[^/:]*\.jar(:|$)", class_path), (jar, class_path)
         assert jar in launched
@@ -165,19 +173,21 @@ def test_delta_jars_on_the_servers_own_class_path(cfg: TidewaterConfig, thrift: 
     # initialising the registry fails with NoClassDefFoundError LlapSigner$Signable (seen in the
     # robustness test below, on a plain SELECT of a fresh connection)
     registry = "org.apache.hadoop.hive.ql.exec.FunctionRegistry"
-    assert _once(cfg, f"SELECT reflect('java.lang.Class', 'forName', '{registry}')") == [(f"class {registry}",)]
+    assert _once(cfg, f"SELECT reflect('java.lang.Class', 'forName', '{registry}')", admin) == [(f"class {registry}",)]
 
 
 def test_readme_beeline_commands_from_a_plain_shell(cfg: TidewaterConfig, thrift: TidewaterConfig, tw_env: dict[str, str]) -> None:
     """The Hive JDBC driver (beeline) with a database in the URL, pasted as written into a shell
-    without the venv: PATH has no .venv/bin, no SPARK_HOME, no user name given."""
+    without the venv: PATH has no .venv/bin, no SPARK_HOME; the password from its file (``-w``), given
+    or defaulted, never on the command line."""
     section = (REPO / "README.md").read_text().split("## BI access (JDBC)", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     commands = [line for block in blocks for line in block.splitlines() if "beeline" in line]
-    assert any("/default;auth=noSasl" in c for c in commands), commands
+    assert any("/default'" in c and "-w .tidewater/secrets/thrift_analyst.password" in c for c in commands), commands
     env = {"PATH": PLAIN_PATH, "HOME": str(Path.home()), "LANG": "C.UTF-8", **tw_env}
     for line in commands:
         line = line.replace("127.0.0.1:10000", f"127.0.0.1:{cfg.thrift.port}")
+        line = line.replace(".tidewater/secrets/", f"{naming.secrets_dir(cfg)}/")  # the test stack's data folder
         out = subprocess.run(["bash", "-c", line], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
         assert out.returncode == 0 and "Error" not in out.stdout + out.stderr, (line, out.stdout[-1500:], out.stderr[-3000:])
         rows = [[c.strip() for c in r.split("|")[1:-1]] for r in out.stdout.splitlines() if r.startswith("| ")]
@@ -190,8 +200,7 @@ def test_readme_beeline_commands_from_a_plain_shell(cfg: TidewaterConfig, thrift
 def test_sqlalchemy_hive_dialect(cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     from sqlalchemy import create_engine, inspect, text
 
-    engine = create_engine(f"hive://analyst@{cfg.thrift.host}:{cfg.thrift.port}/default",
-                           connect_args={"auth": "NOSASL"})
+    engine = create_engine(thrift_access.sqlalchemy_url(cfg))
     try:
         with engine.connect() as conn:
             n = conn.execute(text("SELECT count(*) FROM serving.sensor_readings WHERE sensor_id = :s"),
@@ -212,13 +221,14 @@ def test_queries_across_a_delta_table_change(spark: SparkSession, cfg: Tidewater
     p = load_pipeline("sensor_readings")
     table = naming.speed_partials_table(p.name)  # the Delta table behind the speed view
     sql = f"SELECT count(*), sum(event_count) FROM {naming.speed_table(p.name)}"
-    with closing(_connect(cfg)) as old:
+    admin = thrift_access.ADMIN_USER  # the speed tables are no BI user's
+    with closing(_connect(cfg, admin)) as old:
         assert _query(old, sql) == [(3, 6)]
         as_partial_rows(p, 1, _speed_frame(spark, p, [("s3", 10, 11, 4, 20.0, 3, True), ("s3", 11, 12, 4, 21.0, 3, True)])
                         ).createOrReplaceTempView("changed")
         spark.sql(f"MERGE INTO {table} t USING changed s ON t.sensor_id = s.sensor_id AND t.window_start = s.window_start "
                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-        with closing(_connect(cfg)) as new:
+        with closing(_connect(cfg, admin)) as new:
             _eventually(lambda: _query(new, sql), [(5, 14)], cfg)
             _wait_serving_fresh(spark, cfg, p)
             assert _query(new, f"SELECT count(*), sum(event_count) FROM serving.{p.name}") == [(5, 14)]
@@ -265,7 +275,7 @@ def test_serving_is_answered_from_memory_and_takes_in_commits(spark: SparkSessio
     plans = _once(cfg, f"EXPLAIN EXTENDED {sql}")[0][0]
     assert "InMemoryRelation" in plans and "global_temp.tidewater_serving__sensor_readings" in plans, plans
     [(rows, events)] = _once(cfg, sql)
-    with closing(_connect(cfg)) as conn, closing(conn.cursor()) as cur:
+    with closing(_connect(cfg, thrift_access.ADMIN_USER)) as conn, closing(conn.cursor()) as cur:
         cur.execute(f"CREATE OR REPLACE VIEW default.over_serving AS SELECT count(*) AS n, sum(event_count) AS e FROM {view}")
         cur.execute("SELECT n, e FROM default.over_serving")
         assert cur.fetchall() == [(rows, events)]
@@ -297,7 +307,8 @@ def test_closing_sessions_never_break_other_sessions_queries(spark: SparkSession
 
     log_file = Path(str(thrift_server.status(cfg)["log"]))
     # "builtin" would share Spark's own Hive classes (and so the one client) with HiveServer2's sessions
-    assert _once(cfg, "SET spark.sql.hive.metastore.jars") == [("spark.sql.hive.metastore.jars", "path")]
+    setting = _once(cfg, "SET spark.sql.hive.metastore.jars", thrift_access.ADMIN_USER)
+    assert setting == [("spark.sql.hive.metastore.jars", "path")]
     p = load_pipeline("sensor_readings")
     contracts.ensure(spark, contracts.STREAM_PROGRESS, contracts.bronze(p))
     started, failures, counts = time.monotonic(), [], {"churn": 0, "steady": 0}
@@ -364,7 +375,7 @@ def _exact_speed_tables(spark: SparkSession, p: Pipeline, versions: tuple[int, .
 
 def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: SparkSession, cfg: TidewaterConfig,
                                                                       thrift: TidewaterConfig) -> None:
-    """Issue 10's robustness check: one client opening a new connection per query (50 or more) and 8
+    """The robustness check: one client opening a new connection per query (50 or more) and 8
     concurrent clients query serving, batch, bronze and ops while a batch run publishes and the serving
     view then switches to another speed version, as a Kappa replay does. Zero failures, and every answer
     is one the tables held: ``serving`` sums to the bronze count before, during and after both changes."""
@@ -394,11 +405,11 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
 
     def queries_of(name: str, connection_per_query: bool, at_least: int) -> None:
         rounds = 0
-        with closing(_connect(cfg, name)) as shared:
+        with closing(_connect(cfg)) as shared:
             while rounds < at_least or not done.is_set():
                 kind = list(queries)[rounds % len(queries)]
                 try:
-                    got = _once(cfg, queries[kind], name) if connection_per_query else _query(shared, queries[kind])
+                    got = _once(cfg, queries[kind]) if connection_per_query else _query(shared, queries[kind])
                     answers.append((kind, got[0][0]))
                     timeline.append((time.time(), name, kind, got[0][0]))
                 except Exception as exc:  # noqa: BLE001 - every failure is counted, none may happen
