@@ -126,9 +126,10 @@ public final class AccessParser implements ParserInterface {
                 walk(role, v, depth + 1);
                 return null;
             });
-        } else if (value instanceof scala.Tuple2<?, ?> t) {
-            walk(role, t._1(), depth + 1);
-            walk(role, t._2(), depth + 1);
+        } else if (value instanceof scala.Product tuple && tuple.getClass().getName().startsWith("scala.Tuple")) {
+            for (int i = 0; i < tuple.productArity(); i++) {  // e.g. a CTE's (name, definition, ...)
+                walk(role, tuple.productElement(i), depth + 1);
+            }
         }
     }
 
