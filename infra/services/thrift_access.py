@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from infra.secret_files import kept_password, pbkdf2_entry
 from lakehouse import naming
@@ -38,14 +38,23 @@ def password_env(user: str) -> str:
 
 
 def password_file(cfg: TidewaterConfig, user: str) -> Path:
-    return naming.secrets_dir(cfg) / f"thrift_{user}.password"
+    return password_file_in(naming.secrets_dir(cfg), user)
+
+
+def password_file_in(secrets: Path, user: str) -> Path:
+    return secrets / f"thrift_{user}.password"
 
 
 def password(cfg: TidewaterConfig, user: str) -> str:
     """``user``'s password: from the environment or its file (generated there at the first call)."""
+    return password_in(naming.secrets_dir(cfg), user)
+
+
+def password_in(secrets: Path, user: str) -> str:
+    """``password`` for a process that knows the secrets folder, not the configuration (Superset's)."""
     if user not in BI_USERS:
         raise ServiceError(f"thrift: no such user {user!r}; the users are {', '.join(BI_USERS)}")
-    return kept_password(password_file(cfg, user), password_env(user))
+    return kept_password(password_file_in(secrets, user), password_env(user))
 
 
 def where(cfg: TidewaterConfig) -> str:
@@ -72,8 +81,16 @@ def write_credentials(cfg: TidewaterConfig) -> Path:
 
 def sqlalchemy_url(cfg: TidewaterConfig, user: str = READ_ONLY_USER) -> str:
     """pyhive's ``hive://`` URL with ``user``'s password (for a program's memory, never a command line)."""
-    return (f"hive://{user}:{quote(password(cfg, user), safe='')}@{cfg.thrift.host}:{cfg.thrift.port}/default"
-            f"?auth={AUTH}")
+    return logged_in(f"hive://{cfg.thrift.host}:{cfg.thrift.port}/default", naming.secrets_dir(cfg), user)
+
+
+def logged_in(url: str, secrets: Path, user: str = READ_ONLY_USER) -> str:
+    """A ``hive://`` URL of the server (any user, any ``auth``) as ``user`` with its password."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "auth"] + [("auth", AUTH)]
+    netloc = f"{user}:{quote(password_in(secrets, user), safe='')}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), parts.fragment))
 
 
 def connect(cfg: TidewaterConfig, user: str = READ_ONLY_USER, **kwargs: Any) -> Any:  # pyhive is untyped

@@ -6,8 +6,11 @@ One process (each Superset app start costs 10-30 s on 2 cores), in one app conte
 2. the ``admin`` user (role Admin) with the password from the 0600 secrets file
    (``$TIDEWATER_SUPERSET_SECRETS``): created, or its password set to the file's value;
 3. the database connection, datasets, charts and dashboard from ``bundle.py``: imported with
-   ``overwrite=True`` by fixed UUIDs, so running this again updates rather than duplicates.
-The password is read here from the file: it never appears on a command line.
+   ``overwrite=True`` by fixed UUIDs, so running this again updates rather than duplicates. The
+   connection logs in to the Thrift server as its read-only BI user ``analyst``, with the password from
+   ``<data_dir>/secrets/thrift_analyst.password`` (``infra.services.thrift_access``, the same folder as
+   ``$TIDEWATER_SUPERSET_SECRETS``); Superset keeps it encrypted with its ``SECRET_KEY``.
+The passwords are read here from their files: they never appear on a command line.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ if TYPE_CHECKING:
     from flask import Flask  # in .venv-bi only: Any to the main venv's mypy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: infra.services.thrift_access
 
 import bundle  # noqa: E402  (sibling module; this file runs as a script)
+
+from infra.services import thrift_access  # noqa: E402  (stdlib, PyYAML and pyhive only)
 
 STARTED = time.monotonic()
 
@@ -86,7 +92,9 @@ def provision(app: Flask) -> None:
             password = json.load(fh)["admin_password"]
         g.user = admin_user(os.environ.get("TIDEWATER_SUPERSET_USER", "admin"), password)
         db.session.commit()
-        with zipfile.ZipFile(io.BytesIO(bundle.zip_bytes(os.environ["TIDEWATER_SUPERSET_URI"]))) as zf:
+        secrets = Path(os.environ["TIDEWATER_SUPERSET_SECRETS"]).parent
+        uri = thrift_access.logged_in(os.environ["TIDEWATER_SUPERSET_URI"], secrets)
+        with zipfile.ZipFile(io.BytesIO(bundle.zip_bytes(uri))) as zf:
             contents = get_contents_from_bundle(zf)
         ImportDashboardsCommand(contents, overwrite=True).run()
         db.session.commit()
