@@ -21,3 +21,5 @@ SQLLAB_ASYNC_TIME_LIMIT_SEC = 300
 SCARF_ANALYTICS = False
 FEATURE_FLAGS = {"THUMBNAILS": False, "ALERT_REPORTS": False}
 WTF_CSRF_ENABLED = True
+# anonymous visitors get no permissions: the Public role is left empty (every API answers them 401)
+PUBLIC_ROLE_LIKE = None

@@ -1,5 +1,6 @@
 """Real BI tool: Apache Superset (``.venv-bi``, ``make bi-venv``) over the real Thrift server, on the
-e2e package's shared stack. Data comes from the CLI as a user makes it (produce, speed, late events,
+e2e package's shared stack, logged in there as the read-only BI user (``analyst``). Superset itself
+admits no anonymous request and signs sessions with a generated ``SECRET_KEY``. Data comes from the CLI as a user makes it (produce, speed, late events,
 batch), so the dashboard has provisional, corrected and final windows, quarantined records and
 speed progress. Headless Debian Chromium driven by Playwright logs in with the generated password,
 opens the provisioned dashboard and checks that every chart rendered with data. Provisioning runs
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -170,6 +172,23 @@ def test_provisioning_is_idempotent_and_secret(bi: Any) -> None:
     assert api(bi, "/api/v1/dashboard/")["count"] == 1
     log = superset._process(bi).log_file.read_text(errors="replace")
     assert superset.password(bi) not in log
+
+
+def test_no_anonymous_access_and_the_thrift_login_is_the_bi_users(bi: Any) -> None:
+    """Anonymous API requests are refused; the database connection logs in as ``analyst`` (its password
+    kept by Superset, masked in the API); the ``SECRET_KEY`` is generated, not Superset's default."""
+    from infra.services import superset, thrift_access
+
+    for path in ("/api/v1/dashboard/", "/api/v1/database/", "/api/v1/chart/", "/api/v1/me/"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{superset.base_url(bi)}{path}", timeout=30)
+        assert refused.value.code == 401, path
+    [database] = api(bi, "/api/v1/database/")["result"]
+    uri = api(bi, f"/api/v1/database/{database['id']}/connection")["result"]["sqlalchemy_uri"]
+    assert uri.startswith(f"hive://{thrift_access.READ_ONLY_USER}:XXXXXXXXXX@") and uri.endswith("auth=CUSTOM"), uri
+    assert thrift_access.password(bi, thrift_access.READ_ONLY_USER) not in json.dumps(database)
+    key = json.loads(superset.secrets_file(bi).read_text())["secret_key"]
+    assert len(key) >= 32 and "CHANGE" not in key.upper()
 
 
 def test_dashboard_renders_every_chart_with_data(bi: Any) -> None:
