@@ -58,12 +58,12 @@ public final class AccessCheck extends AbstractFunction1<LogicalPlan, BoxedUnit>
     @Override
     public BoxedUnit apply(LogicalPlan plan) {
         AccessRules.Role role = AccessControl.role(session);
-        if (role == AccessControl.SERVER || (!(plan instanceof Command) && resolvingView())) {
+        if (role == AccessControl.SERVER) {
             return BoxedUnit.UNIT;
         }
         if (plan instanceof Command) {
             command(role, plan);
-        } else if (!role.all()) {
+        } else if (!role.all() && !resolvingView()) {
             require(role, StatementKind.QUERY, "the query");
             query(role, plan);
         }
