@@ -90,6 +90,7 @@ def _hostile(cfg: TidewaterConfig) -> list[str]:
         f"WITH c AS (SELECT * FROM text.`{job_token}`) SELECT * FROM c",
         f"SELECT (SELECT max(value) FROM text.`{job_token}`)",
         f"DESCRIBE HISTORY '{warehouse}/bronze.db/{P}'",
+        f"SELECT * FROM table_changes_by_path('{warehouse}/bronze.db/{P}', 0)",
         "SELECT * FROM IDENTIFIER('default.private')",
         "CREATE OR REPLACE GLOBAL TEMPORARY VIEW tidewater_serving__lift_rides AS SELECT 1 AS x",
         f"CREATE OR REPLACE GLOBAL TEMPORARY VIEW tidewater_serving__{P} AS SELECT 1 AS x",

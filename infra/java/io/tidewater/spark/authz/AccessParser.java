@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedTableValuedFunction;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.parser.ParameterContext;
@@ -36,8 +37,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * system. A statement of a session whose settings differ from a fresh session's is refused, before its
  * text is even substituted, unless each such setting is session-safe for the role, set by the server
  * itself, or a known Spark setting that does not touch security ({@link AccessControl#harmless}).</li>
- * <li>File-path relations ({@code text.`/path`}, any data source name or a path as the table): the
- * analyzer lists and reads the path to infer its schema, and its errors can quote the file.</li>
+ * <li>File-path relations ({@code text.`/path`}, any data source name or a path as the table, Delta's
+ * commands and table functions on a path): the analyzer lists and reads the path to infer its schema,
+ * and its errors can quote the file.</li>
  * <li>Other catalogs, {@code IDENTIFIER(...)} table names (resolved only during analysis), SQL scripts
  * and {@code EXECUTE IMMEDIATE} (their statements would be analysed without this check first).</li>
  * </ul>
@@ -143,6 +145,12 @@ public final class AccessParser implements ParserInterface {
             path = path instanceof scala.Option<?> o && o.isDefined() ? o.get() : path;
             if ("path".equals(node.productElementName(i)) && path instanceof String p && !p.isEmpty()) {
                 throw new AccessDeniedException(role.name(), "read", "path " + p);
+            }
+        }
+        if (node instanceof UnresolvedTableValuedFunction f) {  // Delta's table_changes_by_path('/x', 0)
+            String name = String.join(".", CollectionConverters.asJava(f.name())).toLowerCase(Locale.ROOT);
+            if (name.contains("by_path")) {
+                throw new AccessDeniedException(role.name(), "SELECT", "a path given to " + name);
             }
         }
         if (node instanceof UnresolvedRelation r) {
