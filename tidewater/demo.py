@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     tidewater("status", check=False)
     print(f"\nDemo finished in {time.monotonic() - started:.0f}s. The stack is still running:\n"
           f"  Airflow UI   {_airflow_url(cfg)}  (login printed by 'tidewater up' above)\n"
-          f"  JDBC         {_jdbc_url(cfg)}\n"
+          f"  JDBC         {_jdbc_url(cfg)}  (users analyst, read-only, and admin; {_jdbc_logins(cfg)})\n"
+          "               .venv/bin/tidewater beeline  (connects as analyst)\n"
           f"  SQL          .venv/bin/tidewater sql \"SELECT * FROM serving.{PIPELINE} LIMIT 10\"\n"
           "  stop it with 'make down'")
     return 0
@@ -110,6 +111,12 @@ def _jdbc_url(cfg: TidewaterConfig) -> str:
     from infra.services import thrift_server
 
     return thrift_server.jdbc_url(cfg)
+
+
+def _jdbc_logins(cfg: TidewaterConfig) -> str:
+    from infra.services import thrift_access
+
+    return thrift_access.where(cfg)
 
 
 def _airflow_url(cfg: TidewaterConfig) -> str:

@@ -39,10 +39,8 @@ def _dumped(tmp: Path, target: Path) -> bool:
 
 
 def _thrift(cfg: Any, tmp: Path) -> None:
-    from pyhive import hive
-
     from infra.jvm_archive import DUMP_ENV
-    from infra.services import thrift_server
+    from infra.services import thrift_access, thrift_server
 
     os.environ[DUMP_ENV] = str(tmp)  # read when the server's command line is built
     try:
@@ -50,7 +48,7 @@ def _thrift(cfg: Any, tmp: Path) -> None:
     finally:
         os.environ.pop(DUMP_ENV, None)
     try:
-        conn = hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, auth="NOSASL")
+        conn = thrift_access.connect(cfg, thrift_access.ADMIN_USER)  # the probe table is in default: not the BI user's
         cur = conn.cursor()
         cur.execute("SELECT count(*) FROM default.cds_probe")
         cur.fetchall()
