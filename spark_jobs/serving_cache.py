@@ -3,7 +3,7 @@ the view or a Delta table behind it changes.
 
 Why: a JDBC query of the view paid, per query, Delta's snapshot and file-skipping jobs for each table
 behind it plus the speed fold's shuffle: about 0.4 s of server time on 2 cores shared with the speed
-job (stop 28), so 8 clients queued for seconds. Read from Spark's in-memory columnar cache, the same
+job, so 8 clients queued for seconds. Read from Spark's in-memory columnar cache, the same
 query is one small job. The cache is built once per change of the tables, not once per query.
 
 How: the keeper, the main loop of the server's own driver (``spark_jobs.thrift_service``), looks every

@@ -5,7 +5,7 @@ of ``serving.<p>`` to that view while it exists (``infra/java/io/tidewater/spark
 Why a view of its own rather than ``CACHE TABLE serving.<p>``: a query of the metastore's view pays,
 even when its data is cached, a metastore lookup (behind the one lock every JDBC session shares), a
 parse of the view's text and an analysis that loads each Delta table's snapshot: 80 of the 150-200 ms
-of a cached point query (stop 30). The temporary view holds the relation itself: nothing to look up.
+of a cached point query. The temporary view holds the relation itself: nothing to look up.
 
 Replacing the data leaves no gap: the new relation is built and filled from the tables first, then
 the temporary view is replaced (one step, under the global view manager's lock), and the old data is

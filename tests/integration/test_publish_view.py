@@ -159,7 +159,8 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
 
     assert active_version(cfg, p.name) == 2
     cutoff = batch_runs.published_cutoff(spark, p.name)
-    assert cutoff is not None and batch_runs.last_published(spark, p.name)["run_id"] == staged["run_id"]
+    last = batch_runs.last_published(spark, p.name)
+    assert cutoff is not None and last is not None and last["run_id"] == staged["run_id"]
     above = F.col("window_end") > F.lit(cutoff)
     active = result_rows(spark.table(naming.speed_table(p.name, 2)).where(above))
     frozen = result_rows(spark.table(naming.speed_table(p.name, 1)).where(above))
@@ -182,7 +183,9 @@ def test_a_publish_whose_view_refresh_failed_moves_the_view_when_published_again
     from spark_jobs import batch_publish, batch_runs
 
     p = load_pipeline(PIPELINE)
-    previous = as_utc(batch_runs.published_cutoff(spark, p.name))
+    published = batch_runs.published_cutoff(spark, p.name)
+    assert published is not None
+    previous = as_utc(published)
     Bronze(spark, p).append(600, 840)  # minutes 10-14: windows up to 12:11 complete
     staged = stage_and_check(spark, cfg, p)
     cutoff = as_utc(staged["cutoff"])
