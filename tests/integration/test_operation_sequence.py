@@ -45,10 +45,13 @@ def test_operation_sequence_keeps_every_invariant(spark: Any, stack: Any) -> Non
             cfg = load_config()
             p = load_pipeline(name, cfg.pipelines)
             ensure_topic(cfg, p.topic)
+            sequence = OperationSequence(spark, cfg, p, SEED)
             try:
-                counts[f"{mode}/{name}"] = OperationSequence(spark, cfg, p, SEED).run(STEPS)
+                counts[f"{mode}/{name}"] = sequence.run(STEPS)
             finally:
                 stop_speed(cfg, p)
+                print(f"seed {SEED}: {mode}/{name} steps (operation, seconds): "
+                      f"{[(s['operation'], s['seconds']) for s in sequence.steps]}")
         finally:
             os.environ.pop("TIDEWATER_MODE", None)
     print(f"seed {SEED}: operations {counts}")
