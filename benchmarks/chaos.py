@@ -83,6 +83,7 @@ def write(result: dict[str, Any], out: Path) -> None:
     lines = [f"# Chaos sequence, seed {result['seed']}", "",
              f"Commit {result['git'].get('commit')} (dirty: {result['git'].get('dirty')}), host zone {result['host_tz']}, "
              f"started {result['started']}, finished {result.get('finished', '(running)')}.", "",
+             *([f"**{result['stopped']}.**", ""] if result.get("stopped") else []),
              "| mode | pipeline | window | operations | result |", "|---|---|---|---|---|"]
     for seq in result["sequences"]:
         done = sum(1 for s in seq.get("steps", []) if s["operation"] != "start")
