@@ -39,7 +39,8 @@ from spark_jobs.batch_bronze import (
 )
 from spark_jobs.batch_definition import require_one_definition
 from spark_jobs.batch_gate import Audit, GateAlongside
-from spark_jobs.batch_publish import batch_lock, publish_staged
+from spark_jobs.batch_publish import publish_staged
+from spark_jobs.locks import batch_lock
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
 
 def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
     """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
-    with batch_lock(cfg, p):
+    with batch_lock(cfg, p.name):
         run, known, _ = _stage(spark, cfg, p, full)
         batch_runs.save(spark, run, supersede_staged=True, known=known)
         return run
@@ -205,7 +206,7 @@ def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool
     def audit(rows: DataFrame, written: int) -> Any:
         return validate(spark, cfg, p, staging, rows=written, docs_later=True, frame=rows)
 
-    with batch_lock(cfg, p):  # stage, audit and publish as one unit: nobody restages in between
+    with batch_lock(cfg, p.name):  # stage, audit and publish as one unit: nobody restages in between
         staged, known, alongside = _stage(spark, cfg, p, full, audit)
         steps.done("stage")
         recording = Background(batch_runs.save, spark, staged, True, known)

@@ -8,7 +8,7 @@ interrupted publish leaves the previous results intact; the run stays ``staged``
 writes the same absolute values. A run whose rows are in ``batch.<p>`` is recorded ``published`` (the
 next incremental run folds onto those rows) even when its view refresh fails; that publish fails, and
 publishing the run again refreshes the view, a no-op once it serves the latest published cutoff.
-``batch_lock`` makes one writer of the batch tables at a time (see ``spark_jobs.batch`` for stage).
+``locks.batch_lock`` makes one writer of the batch tables at a time (see ``spark_jobs.batch`` for stage).
 """
 
 from __future__ import annotations
@@ -22,23 +22,11 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from spark_jobs import batch_runs, definition_guard
+from spark_jobs.locks import batch_lock
 from spark_jobs.step_timer import Steps
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-LOCK_WAIT_SECONDS = 1800.0
-
-
-def batch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
-    """One writer of ``batch.<p>__staging`` and ``batch.<p>`` at a time: staging is overwritten by
-    each run, so a second run staging between another's stage and publish would otherwise leave a
-    full publish without its rows (and delete ``batch.<p>``). Runs that start together queue here;
-    the one staged last is the only one that can publish (``batch_runs.require_latest_staged``)."""
-    from spark_jobs.locks import exclusive
-
-    return exclusive(cfg, f"batch-{p.name}", LOCK_WAIT_SECONDS)
 
 
 def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], speed_table: str,
@@ -102,7 +90,7 @@ def all_matched(cfg: TidewaterConfig, table: str, numbered: int) -> bool:
 
 def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
     """Publish the latest staged run (under the batch lock)."""
-    with batch_lock(cfg, p):
+    with batch_lock(cfg, p.name):
         return publish_staged(spark, cfg, p, run_id)
 
 

@@ -24,6 +24,17 @@ def lock_path(cfg: TidewaterConfig, name: str) -> Path:
     return path
 
 
+BATCH_LOCK_WAIT_SECONDS = 1800.0
+
+
+def batch_lock(cfg: TidewaterConfig, pipeline: str) -> contextlib.AbstractContextManager[None]:
+    """One writer of ``batch.<p>__staging`` and ``batch.<p>`` at a time: staging is overwritten by
+    each run, so a second run staging between another's stage and publish would otherwise leave a
+    full publish without its rows (and delete ``batch.<p>``). Runs that start together queue here;
+    the one staged last is the only one that can publish (``batch_runs.require_latest_staged``)."""
+    return exclusive(cfg, f"batch-{pipeline}", BATCH_LOCK_WAIT_SECONDS)
+
+
 def switch_lock_name(pipeline: str) -> str:
     """Held by a replay or rollback from start to switch: while it is held by another process,
     ``tidewater speed start`` (the supervisor DAG's restart) refuses to start the main job, which the

@@ -34,6 +34,7 @@ from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 from lakehouse.utc import EPOCH, sql_timestamp
+from spark_jobs.locks import batch_lock, reentrant, serving_view_lock_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,7 +47,6 @@ def view_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     version to the replace of the view, and a replay switch holds it around its refresh and its
     ``set_active_version``, so neither comes between the other's two steps. A thread that holds it
     already (a switch, then its refresh) holds it on."""
-    from spark_jobs.locks import reentrant, serving_view_lock_name
 
     return reentrant(cfg, serving_view_lock_name(p.name), VIEW_LOCK_WAIT_SECONDS)
 
@@ -129,7 +129,6 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
 
     from pyspark.sql import functions as F
 
-    from spark_jobs.batch_publish import batch_lock
     from spark_jobs.io.delta_io import merge_changes, table_version
 
     table = naming.table("batch", p.name)
@@ -138,7 +137,7 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
         return
     served = [c for c, _ in contracts.SERVED_COLUMNS]
     if not set(served) <= set(spark.table(table).columns):
-        with contextlib.nullcontext() if locked else batch_lock(cfg, p):
+        with contextlib.nullcontext() if locked else batch_lock(cfg, p.name):
             missing = [(c, t) for c, t in contracts.SERVED_COLUMNS if c not in spark.table(table).columns]
             if missing:
                 spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(f'`{c}` {t}' for c, t in missing)})")

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline, duration_seconds
 from lakehouse.utc import EPOCH, as_utc
-from spark_jobs.transforms.windows import window_column, windowed_aggregate
+from spark_jobs.transforms.incremental_fold import copies_of
+from spark_jobs.transforms.windows import touched_windows, windowed_aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -71,15 +72,6 @@ def window_end(p: Pipeline, alias: str = "") -> Column:
     return F.col(f"{prefix}window_end")
 
 
-def touched_windows(p: Pipeline, new_events: DataFrame) -> DataFrame:
-    """Distinct ``(keys, window_start, window_end)`` that the new events fall into."""
-    from pyspark.sql import functions as F
-
-    return (new_events.select(*p.keys, window_column(p).alias("w"))
-            .select(*p.keys, F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"))
-            .distinct())
-
-
 def window_buckets(p: Pipeline, windows: DataFrame) -> DataFrame:
     """Every ``(keys, bucket)`` that the given windows cover (a window = size/slide buckets)."""
     from pyspark.sql import functions as F
@@ -121,7 +113,6 @@ def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataF
     """The ``rows`` that are the first copy of their event id among ALL ``events`` (the batch rule,
     ``windows.dedup_history``), without deduplicating ``events``: only the copies of the ids in
     ``rows`` are looked up (a broadcast semi join) and ranked. ``rows`` should be cached."""
-    from spark_jobs.transforms.incremental_fold import copies_of
     from spark_jobs.transforms.windows import dedup_history
 
     position = ["kafka_partition", "kafka_offset"]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline
 from spark_jobs.transforms.partials import ARRIVAL, partial_aggregate
+from spark_jobs.transforms.windows import touched_windows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -112,7 +113,6 @@ def folded_windows(p: Pipeline, published: DataFrame, new_events: DataFrame, fir
     ``published``, else ``upsert`` (``contracts.STAGED_OPS``)."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.transforms.incremental import touched_windows
 
     added = new_first_copies(p, new_events, firsts).transform(partial_aggregate(p))
     touched = F.broadcast(touched_windows(p, new_events))

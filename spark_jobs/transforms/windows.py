@@ -101,3 +101,12 @@ def dedup_history(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
         return df.withColumn("_rn", F.row_number().over(first)).where("_rn = 1").drop("_rn")
 
     return _dedup
+
+
+def touched_windows(p: Pipeline, new_events: DataFrame) -> DataFrame:
+    """Distinct ``(keys, window_start, window_end)`` that the new events fall into."""
+    from pyspark.sql import functions as F
+
+    return (new_events.select(*p.keys, window_column(p).alias("w"))
+            .select(*p.keys, F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"))
+            .distinct())

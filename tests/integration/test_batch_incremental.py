@@ -405,13 +405,14 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     the rows are relabelled with the version their commit really got. Runs after the sensor test."""
     from lakehouse.speed_versions import active_version
     from spark_jobs import batch
-    from spark_jobs.batch_publish import batch_lock, merge_staged, settle_as_of
+    from spark_jobs.batch_publish import merge_staged, settle_as_of
     from spark_jobs.io.delta_io import table_version
+    from spark_jobs.locks import batch_lock
 
     p = load_pipeline("sensor_readings")
     table = naming.table("batch", p.name)
     run = batch.stage(spark, cfg, p, full=True)
-    with batch_lock(cfg, p):
+    with batch_lock(cfg, p.name):
         numbered = table_version(spark, table) + 1
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run['run_id']}')")
         merge_staged(spark, cfg, p, run, naming.speed_table(p.name, active_version(cfg, p.name)), numbered)
