@@ -14,12 +14,11 @@ import re
 import socket
 from typing import TYPE_CHECKING
 
-from lakehouse.config import DAGS, MAX_BROKERS, MODES, PORT_STRIDE
-from lakehouse.config_services import DATABASES, LOOPBACK
+from lakehouse.config_services import DAGS, DATABASES, LOOPBACK, MAX_BROKERS, MODES, PORT_STRIDE
 from lakehouse.errors import ConfigError
 
 if TYPE_CHECKING:
-    from lakehouse.config import KafkaConfig, TidewaterConfig
+    from lakehouse.config_model import KafkaConfig, TidewaterConfig
 
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.\-]+:\d+(,[\w.\-]+:\d+)*|k8s://\S+|yarn)$")
 _OFFSETS = ("earliest", "latest")

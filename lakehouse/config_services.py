@@ -10,6 +10,10 @@ from dataclasses import dataclass
 # the choices of a database setting, first = default (postgres: infra/services/postgres.py, docs/operations.md)
 DATABASES = {"metastore.backend": ("derby", "postgres"), "airflow.database": ("sqlite", "postgres")}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MODES = ("lambda", "kappa")
+DAGS = ("speed", "batch", "quality", "maintenance", "replay")  # dags/tidewater_<name>.py
+MAX_BROKERS = 9
+PORT_STRIDE = 2  # broker i (1..N) listens on kafka.port + 2(i-1), its controller on kafka.controller_port + 2(i-1)
 
 
 @dataclass(frozen=True)
