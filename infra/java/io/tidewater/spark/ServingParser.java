@@ -5,11 +5,8 @@ import java.util.List;
 import java.util.Locale;
 
 import org.apache.spark.sql.catalyst.AliasIdentifier;
-import org.apache.spark.sql.catalyst.FunctionIdentifier;
-import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.catalog.SessionCatalog;
-import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.parser.ParameterContext;
 import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
@@ -18,8 +15,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.command.ExplainCommand;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructType;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
@@ -41,17 +36,16 @@ import scala.runtime.AbstractPartialFunction;
  * {@code SHOW} and JDBC metadata calls still see the metastore's view. The relation keeps its name as its alias, so qualified column references
  * ({@code sensor_readings.window_start}) resolve as before.
  */
-public final class ServingParser implements ParserInterface {
+public final class ServingParser extends DelegatingParser {
     public static final String DATABASE = "serving";
     public static final String PREFIX = "tidewater_serving__";
     private static final String SESSION_CATALOG = "spark_catalog";
 
     private final SparkSession session;
-    private final ParserInterface delegate;
 
     public ServingParser(SparkSession session, ParserInterface delegate) {
+        super(delegate);
         this.session = session;
-        this.delegate = delegate;
     }
 
     @Override
@@ -122,40 +116,5 @@ public final class ServingParser implements ParserInterface {
 
     private static Seq<String> seq(List<String> parts) {
         return CollectionConverters.asScala(parts).toSeq();
-    }
-
-    @Override
-    public Expression parseExpression(String sql) throws ParseException {
-        return delegate.parseExpression(sql);
-    }
-
-    @Override
-    public TableIdentifier parseTableIdentifier(String sql) throws ParseException {
-        return delegate.parseTableIdentifier(sql);
-    }
-
-    @Override
-    public FunctionIdentifier parseFunctionIdentifier(String sql) throws ParseException {
-        return delegate.parseFunctionIdentifier(sql);
-    }
-
-    @Override
-    public Seq<String> parseMultipartIdentifier(String sql) throws ParseException {
-        return delegate.parseMultipartIdentifier(sql);
-    }
-
-    @Override
-    public StructType parseRoutineParam(String sql) throws ParseException {
-        return delegate.parseRoutineParam(sql);
-    }
-
-    @Override
-    public StructType parseTableSchema(String sql) throws ParseException {
-        return delegate.parseTableSchema(sql);
-    }
-
-    @Override
-    public DataType parseDataType(String sql) throws ParseException {
-        return delegate.parseDataType(sql);
     }
 }

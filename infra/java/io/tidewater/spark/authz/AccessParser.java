@@ -8,8 +8,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-import org.apache.spark.sql.catalyst.FunctionIdentifier;
-import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedTableValuedFunction;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -19,10 +17,8 @@ import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.SparkSession;
+import io.tidewater.spark.DelegatingParser;
 import org.apache.spark.sql.execution.datasources.DataSource$;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructType;
-import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -46,18 +42,17 @@ import scala.jdk.javaapi.CollectionConverters;
  * Roles with {@code "all"} and the server's own sessions skip these checks. The analyzed plan is then
  * checked by {@link AccessCheck}.
  */
-public final class AccessParser implements ParserInterface {
+public final class AccessParser extends DelegatingParser {
     private static final Set<String> REFUSED_NODES = Set.of("PlanWithUnresolvedIdentifier", "CompoundBody",
             "ExecuteImmediateQuery", "ExecuteImmediateCommand", "UnresolvedExecuteImmediate");
     private static final int MAX_CACHED_NAMES = 10_000;
     private static final Map<String, Boolean> DATA_SOURCES = new ConcurrentHashMap<>();
 
     private final SparkSession session;
-    private final ParserInterface delegate;
 
     public AccessParser(SparkSession session, ParserInterface delegate) {
+        super(delegate);
         this.session = session;
-        this.delegate = delegate;
     }
 
     @Override
@@ -188,40 +183,5 @@ public final class AccessParser implements ParserInterface {
     @Override
     public LogicalPlan parseQuery(String sql) throws ParseException {
         return delegate.parseQuery(sql);
-    }
-
-    @Override
-    public Expression parseExpression(String sql) throws ParseException {
-        return delegate.parseExpression(sql);
-    }
-
-    @Override
-    public TableIdentifier parseTableIdentifier(String sql) throws ParseException {
-        return delegate.parseTableIdentifier(sql);
-    }
-
-    @Override
-    public FunctionIdentifier parseFunctionIdentifier(String sql) throws ParseException {
-        return delegate.parseFunctionIdentifier(sql);
-    }
-
-    @Override
-    public Seq<String> parseMultipartIdentifier(String sql) throws ParseException {
-        return delegate.parseMultipartIdentifier(sql);
-    }
-
-    @Override
-    public StructType parseRoutineParam(String sql) throws ParseException {
-        return delegate.parseRoutineParam(sql);
-    }
-
-    @Override
-    public StructType parseTableSchema(String sql) throws ParseException {
-        return delegate.parseTableSchema(sql);
-    }
-
-    @Override
-    public DataType parseDataType(String sql) throws ParseException {
-        return delegate.parseDataType(sql);
     }
 }
