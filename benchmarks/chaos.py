@@ -25,7 +25,7 @@ from infra.spark_session import get_spark
 from lakehouse.config import load_config
 from lakehouse.pipeline import available_pipelines, load_pipeline
 from spark_jobs.io.kafka_admin import ensure_topic
-from spark_jobs.speed_control import stop_speed
+from spark_jobs.speed.control import stop_speed
 
 HOST_TZ = "Asia/Kolkata"
 MODES = ("lambda", "kappa")

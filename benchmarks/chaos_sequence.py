@@ -39,9 +39,9 @@ from lakehouse import naming
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version, recorded_previous_version
-from spark_jobs import maintenance
-from spark_jobs.speed_control import speed_process, wait_caught_up
-from spark_jobs.speed_queries import stateless
+from spark_jobs.maintenance import job as maintenance
+from spark_jobs.speed.control import speed_process, wait_caught_up
+from spark_jobs.speed.queries import stateless
 
 SECOND = 1000
 WEIGHTS = {"produce": 6, "kill_speed": 2, "replay": 1, "rollback": 1, "batch": 2, "batch_full": 1,

@@ -113,10 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=100_000, help="events in each increment")
     args = parser.parse_args(argv)
     from benchmarks.stack import isolated_stack
-    from infra.services import airflow, job_service
+    from infra import job_service
+    from infra.services import airflow
     from infra.spark_session import get_spark
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     result: dict[str, Any] = {"benchmark": "dag_run", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "events_per_increment": args.events}

@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.stack import isolated_stack
     from infra.spark_session import get_spark
     from lakehouse.contracts import STREAMED
-    from spark_jobs.io import execution_mode
     from spark_jobs.io.delta_io import table_log_dir
+    from spark_jobs.speed import execution_mode
 
     result: dict[str, Any] = {"benchmark": "delta_log_growth", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "rows_per_append": 500,

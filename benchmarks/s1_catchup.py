@@ -1,6 +1,6 @@
 """Scenario 1: speed-layer catch-up throughput over a pre-filled topic.
 
-(a) the full Tidewater speed layer (``python -m spark_jobs.speed``: ingest -> bronze/quarantine,
+(a) the full Tidewater speed layer (``python -m spark_jobs.speed.job``: ingest -> bronze/quarantine,
 speed -> MERGE), (b) the minimal PySpark baseline (``benchmarks.baseline_job``), (d) the same work
 as (a) hand-written in one plain PySpark script (``benchmarks.same_work_job``; a/d is Tidewater's
 overhead), (c) Kafka's ``ConsumerPerformance`` tool, one after another on the same topic. Each is verified: bronze count,
@@ -44,7 +44,7 @@ def _ops_batches(cfg: TidewaterConfig, query: str) -> list[dict[str, Any]]:
 
 def _caught_up(cfg: TidewaterConfig, topic: str, target: dict[int, int]) -> bool:
     """Both speed-layer queries recorded end offsets at the topic end in ops.stream_progress."""
-    from spark_jobs.speed_control import parse_offsets
+    from spark_jobs.speed.control import parse_offsets
 
     for query in ("ingest", "speed"):
         rows = _ops_batches(cfg, query)

@@ -91,7 +91,7 @@ def batch_stats(cfg: TidewaterConfig, since: float, until: float) -> dict[str, A
 
 def _require_running(cfg: TidewaterConfig) -> None:
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed_control import speed_process
+    from spark_jobs.speed.control import speed_process
 
     proc = speed_process(cfg, load_pipeline(PIPELINE, cfg.pipelines))
     if not proc.running():
@@ -140,7 +140,7 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, phas
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
-    from spark_jobs.speed_control import start_speed, stop_speed
+    from spark_jobs.speed.control import start_speed, stop_speed
 
     res = ScenarioResult(2, "End-to-end latency")
     p = load_pipeline(PIPELINE, cfg.pipelines)

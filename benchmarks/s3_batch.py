@@ -2,7 +2,7 @@
 and a bare PySpark job doing the same dedup + window aggregation (``bare_pyspark_full``).
 
 Bronze is filled by a Spark batch write of generator rows shaped like the bronze contract. The batch
-layer runs in-process (``spark_jobs.batch.run``, what ``tidewater batch`` calls) on the harness's
+layer runs in-process (``spark_jobs.batch.job.run``, what ``tidewater batch`` calls) on the harness's
 session; DuckDB runs the same aggregation (dedup on event_id by Kafka position, 1-minute tumbling
 per sensor, count/avg/min/max) over the same live Parquet files of the bronze snapshot. The batch
 table must equal DuckDB's result for every window ending at or before the run's cutoff.
@@ -73,12 +73,12 @@ def bare_pyspark_full(spark: Any, cfg: TidewaterConfig, out: Path, tidewater_ded
     and 1-minute window aggregation over the same bronze snapshot, written to a path-based Delta
     table, as a plain PySpark job (no staging, quality gate, MERGE, ledger or serving). Seconds.
     The dedup is the one a PySpark user writes (a row number over each id's copies), or with
-    ``tidewater_dedup`` Tidewater's own (``spark_jobs.batch_dedup``): the job around it is then
+    ``tidewater_dedup`` Tidewater's own (``spark_jobs.batch.dedup``): the job around it is then
     what a full run does minus staging, gate and publish."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from spark_jobs.batch_dedup import first_copies
+    from spark_jobs.batch.dedup import first_copies
     from spark_jobs.io.ops_reader import table_path
 
     started = time.monotonic()
@@ -100,7 +100,7 @@ def late_windows(late_rows: Any, cutoff: Any) -> int:
     """Distinct 1-minute windows of the late rows that end at or before ``cutoff`` (a run stages no later one)."""
     from pyspark.sql import functions as F
 
-    from lakehouse.utc import as_utc
+    from infra.utc import as_utc
 
     cutoff_ms = int(as_utc(cutoff).timestamp() * 1000)
     minute = F.floor(F.col("timestamp") / 60_000)
@@ -112,9 +112,9 @@ def timed_run(spark: Any, cfg: TidewaterConfig, p: Any, full: bool) -> tuple[dic
     """What ``tidewater batch`` runs (``batch.recompute``: stage, quality gate, publish under one lock,
     timed step by step), then the reconciliation ledger that follows publish: the run and the seconds
     of each step."""
-    from spark_jobs import batch
-    from spark_jobs.reconcile_job import record_ledger
-    from spark_jobs.step_timer import Steps
+    from spark_jobs.batch import job as batch
+    from spark_jobs.batch.reconcile import record_ledger
+    from spark_jobs.shared.step_timer import Steps
 
     steps = Steps()
     run = batch.recompute(spark, cfg, p, full, steps=steps)
@@ -206,12 +206,12 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                     "incremental_rounds": sizes.incremental_rounds,
                     "steady_rounds": sizes.steady_rounds, "duckdb_threads": 2, "spark.master": cfg.spark.master}
     res.notes.append("the bare job's dedup is a row number over each id's copies (what a PySpark user writes); a full"
-                     " run ranks only the copies of repeated ids (spark_jobs.batch_dedup; this bronze has none). The"
+                     " run ranks only the copies of repeated ids (spark_jobs.batch.dedup; this bronze has none). The"
                      " bare job with Tidewater's dedup (with_tidewater_dedup_rounds_s) shows the cost of staging, gate"
                      " and publish alone")
     res.notes.append("full recompute and the bare job run in turn, twice; the goal's ratio is the second"
                      " (warm) pair, the first pair is reported as 'first round'")
-    res.notes.append("batch timed in-process (spark_jobs.batch, the code 'tidewater batch' runs; no JVM start-up) step by"
+    res.notes.append("batch timed in-process (spark_jobs.batch.job, the code 'tidewater batch' runs; no JVM start-up) step by"
                      " step: a run's seconds are stage + quality gate + publish (until its windows are served); the"
                      " reconciliation ledger that follows publish is timed apart (steps_s.ledger). DuckDB timed on the"
                      " query over the live bronze files. Incremental: round 1 is the JVM's first incremental run, rounds"

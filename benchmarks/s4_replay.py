@@ -7,7 +7,7 @@ never reach more than ``max_future_skew`` less ``FILL_MARGIN_MS`` past now: the 
 more than ``max_future_skew`` after their arrival as ``FUTURE_TIMESTAMP``. After the live events of scenario 2
 that leaves room for about two minutes of events, so at medium and full size the replay reads the
 records the topic holds (noted in the result) rather than ``sizes.batch_events``.
-``spark_jobs.replay.replay`` (what ``tidewater replay`` runs) then rebuilds ``speed.<p>__v<N+1>``
+``spark_jobs.replay.job.replay`` (what ``tidewater replay`` runs) then rebuilds ``speed.<p>__v<N+1>``
 from offset 0 and switches serving to it. Rate = records / (first input batch start -> end of the
 batch reaching the topic end), from ``ops.stream_progress`` of the new version (JVM start excluded).
 Verified: sum(event_count) in the new version == records in the topic, and every window of v1
@@ -24,10 +24,10 @@ from benchmarks import fill
 from benchmarks.progress import span_seconds
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
+from infra.utc import as_utc
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
-from lakehouse.utc import as_utc
 
 PIPELINE = "sensor_readings"
 FILL_MARGIN_MS = 60_000  # of max_future_skew, left for the fill itself
@@ -40,10 +40,10 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     if "catchup" not in context:
         return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs import replay
     from spark_jobs.io.kafka_admin import ensure_topic, offsets
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.replay import job as replay
+    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)

@@ -146,7 +146,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     from infra.services import thrift_server
     from infra.services.log_evidence import job_evidence
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed_control import speed_process, start_speed, stop_speed, wait_caught_up
+    from spark_jobs.speed.control import speed_process, start_speed, stop_speed, wait_caught_up
 
     table = naming.table("serving", PIPELINE)
     if not spark.catalog.tableExists(table):

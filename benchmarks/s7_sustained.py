@@ -60,7 +60,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     from benchmarks.s2_latency import _require_running
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed_control import start_speed, stop_speed
+    from spark_jobs.speed.control import start_speed, stop_speed
 
     res = ScenarioResult(7, "Sustained rate")
     p = load_pipeline(PIPELINE, cfg.pipelines)

@@ -42,7 +42,7 @@ def history_series(batches: list[tuple[datetime, float, int]], before: int) -> l
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed_control import start_speed, stop_speed, wait_caught_up
+    from spark_jobs.speed.control import start_speed, stop_speed, wait_caught_up
 
     res = ScenarioResult(8, "Flat cost as history grows")
     p = load_pipeline(PIPELINE, cfg.pipelines)

@@ -116,7 +116,7 @@ class Chaos:
         from infra.services.process import wait_until
         from lakehouse.naming import checkpoint_dir
         from spark_jobs.io.lineage import committed_batches
-        from spark_jobs.speed_control import speed_process, start_speed
+        from spark_jobs.speed.control import speed_process, start_speed
 
         proc = speed_process(self.cfg, self.p)
         old = proc.pid()
@@ -177,7 +177,7 @@ def speed_log_evidence(cfg: TidewaterConfig, p: Pipeline, lines: int = 4000) -> 
     """Why the speed job did not recover, on one line: ``job_evidence`` of its log's tail (error lines,
     the JVM's fatal banner, its last micro-batches), each distinct line once."""
     from infra.services.log_evidence import job_evidence
-    from spark_jobs.speed_control import speed_process
+    from spark_jobs.speed.control import speed_process
 
     kept = job_evidence(speed_process(cfg, p).tail(lines), head=700, tail=800).splitlines()
     return " | ".join(dict.fromkeys(kept))

@@ -32,7 +32,7 @@ def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: floa
     has published since ``since`` (a scheduled run in flight finishes, as an operator would let it),
     then stop the speed job and Airflow (no run after the final batch). Returns the catch-up's seconds."""
     from infra.services import airflow
-    from spark_jobs.speed_control import stop_speed, wait_caught_up
+    from spark_jobs.speed.control import stop_speed, wait_caught_up
 
     started = time.monotonic()
     caught_up = wait_caught_up(cfg, p, timeout=timeout)
@@ -88,7 +88,7 @@ def jdbc_caught_up(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> fl
     reused that long), ``serving.<p>`` after one more cache rebuild. Returns the seconds waited."""
     from benchmarks.soak_stack import jdbc_query
     from infra.services import thrift_server
-    from spark_jobs.serving_cache import wait_fresh
+    from spark_jobs.serving.cache import wait_fresh
 
     started = time.monotonic()
     time.sleep(cfg.thrift.max_staleness_seconds + 1)  # an older snapshot is refreshed before it is read

@@ -56,10 +56,11 @@ def soak_stack(batch_schedule: str, pipeline: str, keep: bool = False) -> Iterat
 
 
 def _start_services_and_jobs(cfg: TidewaterConfig) -> None:
-    from infra.services import airflow, job_service, thrift_server
+    from infra import job_service
+    from infra.services import airflow, thrift_server
     from lakehouse.pipeline import available_pipelines, load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed_control import start_speed
+    from spark_jobs.speed.control import start_speed
 
     pipes = [load_pipeline(name, cfg.pipelines) for name in available_pipelines()]
     for p in pipes:

@@ -1,4 +1,4 @@
-"""Scenario 1a: the Tidewater speed layer exactly as ``spark_jobs.speed`` runs it (same locks,
+"""Scenario 1a: the Tidewater speed layer exactly as ``spark_jobs.speed.job`` runs it (same locks,
 ``start_queries`` for ingest + speed, ``ProgressRecorder`` into ``ops.stream_progress``), plus a
 stop condition: both queries' end offsets reach ``--target``. On exit every query's progress
 events (with the ``durationMs`` phase breakdown) are written to ``--progress`` as JSON.
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     from lakehouse.config import load_config
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.progress_recorder import ProgressRecorder
-    from spark_jobs.speed import acquire_locks, finish_background_writes, query_checkpoints, start_queries
+    from spark_jobs.speed.job import acquire_locks, finish_background_writes, query_checkpoints, start_queries
 
     cfg = load_config()
     p = load_pipeline(PIPELINE, cfg.pipelines)

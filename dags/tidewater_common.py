@@ -145,7 +145,7 @@ def _job_decision(status: dict[str, Any], trigger_seconds: int, now: datetime | 
 
     ``status`` is ``tidewater speed status --json``. Stalled = running, consumer lag > 0 and neither
     a micro-batch recorded, nor the job started, nor its Spark work advanced (``advanced_at``:
-    ``spark_jobs/io/liveness.py``) within ``STALL_TRIGGERS`` trigger intervals (min 3 minutes). A job
+    ``spark_jobs/speed/liveness.py``) within ``STALL_TRIGGERS`` trigger intervals (min 3 minutes). A job
     restarted after a crash finds its last batch as old as the crash; its first micro-batch may take
     minutes (warm-up, a backlog on a busy machine) while its tasks advance: that is not a stall, and
     restarting it there would stop it inside the batch it must finish.

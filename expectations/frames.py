@@ -5,7 +5,7 @@
 * ``serving_gap``: one row ``(cutoff, missing_windows)``, the windows that should be in the
   serving view (batch rows ending at or before the last published cutoff, speed rows of the active
   version ending after it; kappa: every speed row) but are not. The cutoff is the caller's to read
-  (``spark_jobs.batch_runs.published_cutoff`` owns that fact): the suites never import the jobs.
+  (``spark_jobs.io.batch_runs.published_cutoff`` owns that fact): the suites never import the jobs.
 """
 
 from __future__ import annotations

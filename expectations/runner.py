@@ -5,7 +5,7 @@ source (``data_sources.add_spark`` + dataframe asset + whole-dataframe batch def
 checkpoint runs the suite and rebuilds the Data Docs under ``<data_dir>/docs/``. A failed critical
 expectation (every committed one is critical) fails the outcome; another severity is only a warning. The
 ``serving`` kind also checks the serving gap, which needs the last published batch cutoff: the
-caller passes its reader (``read_cutoff=spark_jobs.batch_runs.published_cutoff``), so this package
+caller passes its reader (``read_cutoff=spark_jobs.io.batch_runs.published_cutoff``), so this package
 never imports the jobs that call it.
 """
 
@@ -101,11 +101,11 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
     so that choosing the engine costs no count. ``docs_later``: return with the verdict while the Data
     Docs pages are written on a thread of their own (the caller calls ``outcome.wait_for_docs()``).
     ``frame``: the rows being written to ``table`` (a batch run's staged rows, audited while they are
-    written: ``spark_jobs.batch_gate``), validated instead of a read of the table."""
+    written: ``spark_jobs.batch.gate``), validated instead of a read of the table."""
     if kind not in KINDS:
         raise TidewaterError(f"check: unknown table kind {kind!r}; use one of {', '.join(KINDS)}")
     if kind == "serving" and read_cutoff is None:
-        raise TidewaterError("check: the serving suite needs read_cutoff (spark_jobs.batch_runs.published_cutoff) "
+        raise TidewaterError("check: the serving suite needs read_cutoff (spark_jobs.io.batch_runs.published_cutoff) "
                              "for its serving-gap check")
     p = pipeline if isinstance(pipeline, Pipeline) else load_pipeline(pipeline, cfg.pipelines)
     if spark is None:

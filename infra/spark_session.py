@@ -7,7 +7,7 @@ Ivy at run time), the shared Hive metastore (on the Derby network server, or Pos
 on the driver's command line: ``get_spark`` sets it as a JVM system property once the JVM runs.
 ``spark.master`` (``TIDEWATER_SPARK_MASTER``) sends every job to a standalone/k8s master instead.
 
-In the job service (infra/job_server.py) each command's thread is bound to its own
+In the job service (infra/job_service/server.py) each command's thread is bound to its own
 ``spark.newSession()`` (``bound_session``): ``get_spark`` then returns that session, so a command
 runs the same code in the service as in a process of its own, on the service's warm driver.
 """
@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infra import utc
 from infra.py4j_lookups import DEBUGGING_OFF, import_pyspark_classes
-from lakehouse import naming, utc
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
@@ -48,7 +49,7 @@ def metastore_drivers(configured: str) -> list[str]:
     """Every backend's JDBC driver found in the cache, in one fixed order whatever the configuration (a
     jar configured from elsewhere first): a driver JVM outlives one configuration (the tests' JVM serves
     modules on Derby and on PostgreSQL), its class path is fixed when it starts, and one class path for
-    both backends lets both map the same class-data-sharing archive (``infra.jvm_archive``; JDBC picks
+    both backends lets both map the same class-data-sharing archive (``infra.class_data_archive``; JDBC picks
     the driver by URL, not by class-path order)."""
     found = [str(jar) for pattern in ("derbyclient-*.jar", "postgresql-*.jar")
              for jar in sorted(naming.jars_dir("metastore").glob(pattern))[-1:]]
@@ -57,12 +58,12 @@ def metastore_drivers(configured: str) -> list[str]:
 
 def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> dict[str, str]:
     """All Spark settings as a dict (also used to build spark-submit command lines). ``role``: which
-    class-data-sharing archive the driver JVM maps (``infra.jvm_archive``; the Thrift server has its own)."""
+    class-data-sharing archive the driver JVM maps (``infra.class_data_archive``; the Thrift server has its own)."""
+    from infra.class_data_archive import java_options
     from infra.jvm import require_java
-    from infra.jvm_archive import java_options
     from infra.local_fs import no_fork_settings
     from infra.services import metastore
-    from lakehouse.jvm_options import driver_flags
+    from lakehouse.config_jvm_flags import driver_flags
 
     db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
     hive_extras = sorted(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))  # infra/maven/hive/pom.xml

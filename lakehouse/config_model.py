@@ -63,12 +63,12 @@ class SparkConfig:
     max_offsets_per_trigger: int = 500_000
     # CPU priority of speed and replay jobs (0 to 19, like nice): interactive queries first on busy cores
     speed_nice: int = 10
-    # warm-up of a speed job before its query starts (spark_jobs/io/stream_warm_up.py): rounds on no
+    # warm-up of a speed job before its query starts (spark_jobs/speed/stream_warm_up.py): rounds on no
     # rows (plans, write path), then rounds on the topic's latest records (Kafka read, parse, partials)
     warm_up_plan_rounds: int = 4
     warm_up_record_rounds: int = 3
     # a speed micro-batch of at most this many Kafka records runs interpreted, a bigger one Spark's
-    # generated code (spark_jobs/io/execution_mode.py); 0: always generated code
+    # generated code (spark_jobs/speed/execution_mode.py); 0: always generated code
     interpreted_max_records: int = 10_000
 
 
@@ -95,7 +95,7 @@ class TidewaterConfig:
 
     @property
     def jvm_flags(self) -> list[str]:
-        from lakehouse.jvm_options import jvm_flags
+        from lakehouse.config_jvm_flags import jvm_flags
 
         return jvm_flags(self.jvm_options)
 

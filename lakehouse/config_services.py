@@ -21,7 +21,7 @@ class ThriftConfig:
     """The Spark Thrift server (JDBC); loopback only. ``max_staleness_seconds``: how far behind other
     processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
     the server's memory, rebuilt at most this often while its tables change (so it lags by up to this
-    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving_cache``). Other tables
+    plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving.cache``). Other tables
     are always read at their newest commit. 0: ``serving.<p>`` too (no in-memory copy)."""
     host: str = "127.0.0.1"
     port: int = 10000
@@ -69,7 +69,7 @@ class BiConfig:
 
 @dataclass(frozen=True)
 class JobServiceConfig:
-    """The Tidewater job service (infra/services/job_service.py): one warm Spark driver that runs
+    """The Tidewater job service (infra/job_service/__init__.py): one warm Spark driver that runs
     Spark-bound CLI commands; loopback only, token-authenticated."""
     enabled: bool = True
     host: str = "127.0.0.1"

@@ -274,7 +274,7 @@ BATCH_RUNS = Contract(
      ("duration_ms", "bigint"), ("staged_at", "timestamp"), ("published_at", "timestamp"), ("message", "string"),
      # the version of batch.<p>__staging the run wrote; the quality gate's verdict and the version it validated
      ("staging_version", "bigint"), ("gate", "string"), ("gated_version", "bigint")),
-    grain=("run_id", "status"), properties=STREAMED,  # one row per run and status, appended (``spark_jobs.batch_runs``)
+    grain=("run_id", "status"), properties=STREAMED,  # one row per run and status, appended (``spark_jobs.io.batch_runs``)
 )
 
 RECONCILIATION = Contract(
@@ -289,7 +289,7 @@ RECONCILIATION = Contract(
 
 SERVING_COLUMNS = (("source", "string"), ("finality", "string"), ("as_of", "string"))
 # Of those, what a batch row gets at publish (its ``source`` is 'batch'): ``finality`` against the speed
-# layer then, and ``as_of``, the Delta versions behind it (``spark_jobs.serving.served_select``).
+# layer then, and ``as_of``, the Delta versions behind it (``spark_jobs.shared.serving_view.served_select``).
 SERVED_COLUMNS = tuple(c for c in SERVING_COLUMNS if c[0] != "source")
 
 

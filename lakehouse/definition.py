@@ -7,7 +7,7 @@ five-minute windows beside the one-minute ones, the next incremental batch run M
 nothing said so. Each such table now carries the definition it was computed under (table property
 ``tidewater.definition``, set when it is created, and by a full batch run); a job that would add rows of
 another definition refuses with one line naming the change and the command that rebuilds the table
-(``spark_jobs.definition_guard``), and the serving view never merges two definitions (``apart``).
+(``spark_jobs.shared.definition_guard``), and the serving view never merges two definitions (``apart``).
 Tables created before this property have none and are taken as they are. This module is pure.
 """
 

@@ -68,7 +68,7 @@ def staging_table(layer: str, pipeline: str) -> str:
 def checkpoint_dir(cfg: TidewaterConfig, pipeline: str, query: str, version: int, lineage: int = 1) -> Path:
     """Checkpoint of one query lineage of a version: ``<query>_v<N>`` for its first lineage,
     ``<query>_v<N>-l<K>`` for the K-th (a version switched away from and back to continues in a new
-    lineage: ``spark_jobs.speed_lineages``). A new version always gets a new folder."""
+    lineage: ``spark_jobs.speed.lineages``). A new version always gets a new folder."""
     suffix = "" if lineage == 1 else f"-l{lineage}"
     return cfg.data_dir / "checkpoints" / pipeline / f"{query}_v{version}{suffix}"
 

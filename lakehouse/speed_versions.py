@@ -3,7 +3,7 @@
 Files under ``<data_dir>/versions/``: ``<p>.active`` (the version ``serving.<p>`` reads, default 1),
 ``<p>.previous`` (the rollback target, written by a replay switch) and ``<p>.v<N>.writer`` (the
 checkpoint folder of the query lineage that writes, or last wrote, version N's speed table:
-``spark_jobs.speed_lineages``). A new version number is never reused: ``next_version`` skips every
+``spark_jobs.speed.lineages``). A new version number is never reused: ``next_version`` skips every
 version that has a checkpoint folder.
 """
 

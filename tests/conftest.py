@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 REPO = Path(__file__).resolve().parent.parent
-# C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.jvm_options).
+# C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.config_jvm_flags).
 # The parallel collector: the same quick-benchmark work in about 4% less time than G1 (two
 # runs each); it has no concurrent marking threads to share the 2 cores with.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
@@ -93,7 +93,7 @@ def c1_jit_for_test_jvms() -> Iterator[None]:
     2 cores: about half the JVM CPU of a small Delta workload). C1 alone also shrinks the JIT's code
     cache to 48 MB, which a long-running driver (a speed job, the Thrift server) filled in CI runs:
     ``VirtualMachineError: Out of space in CodeCache for adapters`` in a task, and Spark stopped its
-    context; ``lakehouse.jvm_options`` keeps the tiered size. They collect with the parallel
+    context; ``lakehouse.config_jvm_flags`` keeps the tiered size. They collect with the parallel
     collector (Kafka's JVM then leaves out its own G1 choice). ``TIDEWATER_JVM_OPTIONS`` overrides."""
     with _env_defaults({"TIDEWATER_JVM_OPTIONS": TEST_JVM_OPTIONS}):
         yield

@@ -47,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``tidewater`` command: a Spark-bound command goes to the job service when one runs for this
-    configuration (tidewater/job_client.py), anything else (or ``--local``) runs here."""
-    from tidewater import job_client
+    configuration (infra/job_service/client.py), anything else (or ``--local``) runs here."""
+    from infra.job_service import client as job_client
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

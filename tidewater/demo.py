@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _wait(cfg: TidewaterConfig) -> None:
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed_control import wait_caught_up
+    from spark_jobs.speed.control import wait_caught_up
 
     if not wait_caught_up(cfg, load_pipeline(PIPELINE, cfg.pipelines), timeout=600):
         raise SystemExit("tidewater: the speed layer did not catch up within 10 minutes; see "

@@ -63,9 +63,10 @@ def _port_outside(kafka: int) -> int:
 def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Real metastore + Kafka broker; stops them (and any speed job, Thrift server or job service) even
     when a start fails. The job service is not started here: a module that needs it starts it."""
+    from infra import job_service
     from infra.jars import fetch_jars
-    from infra.services import job_service, kafka_broker, metastore, thrift_server
-    from spark_jobs.speed_control import stop_all_speed
+    from infra.services import kafka_broker, metastore, thrift_server
+    from spark_jobs.speed.control import stop_all_speed
 
     fetch_jars()
     try:

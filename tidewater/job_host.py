@@ -1,6 +1,6 @@
 """``python -m tidewater.job_host``: the job service process (started by ``tidewater up``, see
-infra/services/job_service.py). The application wires the CLI's own dispatch (``tidewater.cli.run``)
-into the server (infra/job_server.py), so every command runs the same code as in a process of its own.
+infra/job_service/__init__.py). The application wires the CLI's own dispatch (``tidewater.cli.run``)
+into the server (infra/job_service/server.py), so every command runs the same code as in a process of its own.
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import importlib
 import sys
 
 # imported once at start, not by the first command that needs them (GX alone takes seconds)
-WARM_MODULES = ("spark_jobs.batch", "spark_jobs.serving", "spark_jobs.reconcile_job", "spark_jobs.maintenance",
+WARM_MODULES = ("spark_jobs.batch.job", "spark_jobs.shared.serving_view", "spark_jobs.batch.reconcile", "spark_jobs.maintenance.job",
                 "expectations.runner", "great_expectations")
 
 
 def main() -> int:
-    from infra.job_server import serve
-    from infra.services import job_service
+    from infra import job_service
+    from infra.job_service.server import serve
     from infra.spark_session import get_spark
     from lakehouse import naming
     from lakehouse.config import load_config

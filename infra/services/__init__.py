@@ -8,7 +8,7 @@ SERVICE_MODULES = (
     "infra.services.metastore",
     "infra.services.kafka_broker",
     "infra.services.thrift_server",
-    "infra.services.job_service",  # one warm Spark driver for Spark-bound commands (job_service.enabled)
+    "infra.job_service",  # one warm Spark driver for Spark-bound commands (job_service.enabled)
     "infra.services.airflow",
     "infra.services.superset",  # only when bi.enabled (``make bi``)
 )

@@ -10,8 +10,9 @@ import secrets
 import sys
 from pathlib import Path
 
+from infra import utc
 from infra.secret_files import create_once
-from lakehouse import naming, utc
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
@@ -50,7 +51,7 @@ def _secrets(cfg: TidewaterConfig) -> dict[str, str]:
 SECRET_ENV = ("AIRFLOW__CORE__FERNET_KEY", "AIRFLOW__API__SECRET_KEY", "AIRFLOW__API_AUTH__JWT_SECRET")
 
 
-# The password is a secret; the host zone is what the starting process was pinned from (lakehouse.utc), which
+# The password is a secret; the host zone is what the starting process was pinned from (infra.utc), which
 # depends on whether that process had started Spark, not on any setting.
 NOT_PASSED_ON = ("TIDEWATER_AIRFLOW_PASSWORD", utc.HOST_ZONE_ENV)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from infra.jvm import require_java
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.config_jvm_flags import selects_gc
 from lakehouse.errors import ServiceError
-from lakehouse.jvm_options import selects_gc
 
 VOTERS = 3
 

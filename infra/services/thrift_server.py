@@ -2,9 +2,9 @@
 
 Started with the pyspark distribution's ``spark-submit`` and the same Spark settings as every job
 (``session_conf``: Delta, jars, Derby metastore, warehouse), so ``serving.<p>`` and every layer table
-are visible by name. The driver program is ``spark_jobs/thrift_service.py``: it starts HiveServer2 on
+are visible by name. The driver program is ``spark_jobs/serving/thrift_service.py``: it starts HiveServer2 on
 its session (``HiveThriftServer2.startWithContext``) and keeps each ``serving.<p>`` in the server's
-memory, rebuilt when its tables change (``spark_jobs.serving_cache``), and its SQL parser sends reads of
+memory, rebuilt when its tables change (``spark_jobs.serving.cache``), and its SQL parser sends reads of
 ``serving.<p>`` there (``infra/java/io/tidewater/spark/ServingParser.java``, built by ``infra.jars``);
 other tables are read at their newest commit (Delta's ``stalenessLimit`` stays 0: a view over two tables read
 with snapshots of different ages could pair a new cutoff with ``batch.<p>`` from before its publish).
@@ -50,7 +50,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
 
-MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "thrift_service.py"  # run by path, not imported
+MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "serving" / "thrift_service.py"  # run by path, not imported
 STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
 # spark.sql.hive.metastore.sharedPrefixes when unset (Spark 4.1, HiveUtils)
 DEFAULT_SHARED_PREFIXES = ("com.mysql.jdbc", "com.mysql.cj", "org.postgresql", "com.microsoft.sqlserver", "oracle.jdbc")
@@ -118,12 +118,12 @@ def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
 
 
 def cache_state_file(cfg: TidewaterConfig) -> Path:
-    """What the serving cache holds (``spark_jobs.serving_cache``: view, table versions, build time)."""
+    """What the serving cache holds (``spark_jobs.serving.cache``: view, table versions, build time)."""
     return naming.run_dir(cfg) / "thrift_serving_cache.json"
 
 
 def read_cache_state(path: Path) -> dict[str, Any]:
-    """The serving cache's state file (written by ``spark_jobs.serving_cache``); {} before the first check."""
+    """The serving cache's state file (written by ``spark_jobs.serving.cache``); {} before the first check."""
     import json
 
     try:

@@ -11,7 +11,7 @@ docs/architecture.md):
   (``ingest_floors``), so a deleted checkpoint neither skips nor doubles a record. The ingest role
   commits quarantine BEFORE bronze, so every unusable record up to bronze's last offset is in
   quarantine, whichever commit a kill -9 interrupted;
-* speed: continues where the version's previous writer stopped (``spark_jobs.speed_lineages``), or,
+* speed: continues where the version's previous writer stopped (``spark_jobs.speed.lineages``), or,
   with no previous writer, starts from the earliest offsets and so recomputes every window: the table
   is emptied first; with ``starting_offsets: latest`` it would lose windows, so the start is refused.
 """
@@ -148,7 +148,7 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     one). Decided once per lineage and kept beside the checkpoint (``saved_floors_path``).
 
     ingest (and quarantine): after what bronze (quarantine) holds, ``ingest_floors``. speed: ``taken_over``,
-    where the previous writer of the version's table stopped (``spark_jobs.speed_lineages.frontier``);
+    where the previous writer of the version's table stopped (``spark_jobs.speed.lineages.frontier``);
     without one, the table is recomputed from the start (emptied first, ``prepare_speed_table``)."""
     from lakehouse import contracts, naming
     from spark_jobs.io.kafka_admin import offsets

@@ -10,7 +10,7 @@ for two progress rows per micro-batch (py-spy: 80% of their samples in that dire
 ``local_frame`` hands the rows over as one Arrow table instead (``createDataFrame(pyarrow.Table)``:
 the JVM reads the Arrow stream and holds the rows as a local relation; no Python task). Instants are
 read as ``createDataFrame`` reads them (an aware ``datetime`` at its offset, a naive one in this
-process's zone: UTC, ``lakehouse.utc.pin_process_to_utc``) and handed to Arrow as naive UTC: pyarrow
+process's zone: UTC, ``infra.utc.pin_process_to_utc``) and handed to Arrow as naive UTC: pyarrow
 drops an aware value's offset once ``PYARROW_IGNORE_TIMEZONE`` is set, which importing
 ``pyspark.pandas`` does (a +05:30 instant came out 5 h 30 min late in the test suite).
 """

@@ -23,8 +23,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from infra.utc import EPOCH, as_utc
 from lakehouse.pipeline import Pipeline, duration_seconds
-from lakehouse.utc import EPOCH, as_utc
 from spark_jobs.transforms.incremental_fold import copies_of
 from spark_jobs.transforms.windows import touched_windows, windowed_aggregate
 

@@ -83,7 +83,8 @@ def spark(stack: TidewaterConfig) -> Iterator[SparkSession]:
 def airflow_up(stack: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """The job service and Airflow started by their service modules, as ``tidewater up`` does (DAG tasks
     run their commands in the warm job service); always stopped at the end."""
-    from infra.services import airflow, job_service
+    from infra import job_service
+    from infra.services import airflow
 
     for knob in SCHEDULE_KNOBS:
         os.environ[knob] = "none"

@@ -243,7 +243,7 @@ def test_batch_dag_publishes_then_quality_gate_blocks_bad_data(airflow_up: Tidew
 def test_speed_supervisor_and_maintenance_dags_run(airflow_up: TidewaterConfig, spark: SparkSession) -> None:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed_control import speed_process
+    from spark_jobs.speed.control import speed_process
 
     cfg = airflow_up
     ensure_topic(cfg, "sensor-readings")

@@ -40,7 +40,7 @@ def make_data(cfg: Any) -> None:
     """The demo's loop, smaller: on-time events (1% malformed), the speed job, late events behind its
     watermark (bronze keeps them, speed drops them: the batch corrects those windows), a batch run."""
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed_control import wait_caught_up
+    from spark_jobs.speed.control import wait_caught_up
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
 

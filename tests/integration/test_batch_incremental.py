@@ -109,7 +109,11 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     from pyspark.sql import functions as F
 
     from lakehouse.errors import NothingToDo
-    from spark_jobs import batch, batch_bronze, batch_gate, batch_publish, batch_runs
+    from spark_jobs.batch import bronze as batch_bronze
+    from spark_jobs.batch import gate as batch_gate
+    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.io import batch_runs
 
     p = load_pipeline("sensor_readings")
     bronze = Bronze(spark, p)
@@ -156,7 +160,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     assert any(ledger.values()), "the re-sent duplicates fall into some of the run's windows"
     # recording the run's ledger again (a retried reconcile task): its MERGE (narrowed to the run's own rows)
     # replaces them, and no earlier run's rows change
-    from spark_jobs.reconcile_job import record_ledger
+    from spark_jobs.batch.reconcile import record_ledger
 
     per_run = "SELECT run_id, count(*) AS n, sum(duplicates_removed) AS d FROM ops.reconciliation GROUP BY run_id"
     before = sorted(spark.sql(per_run).collect())
@@ -245,7 +249,7 @@ def exact_sessions(events: list[dict], gap_ms: int, cutoff: datetime) -> dict:
 
 
 def test_sessions_incremental_equals_full_after_merging_late_event(spark: SparkSession, cfg: TidewaterConfig) -> None:
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     p = load_pipeline("game_sessions")
     bronze = Bronze(spark, p)
@@ -301,7 +305,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
     an id with another skier loses to the first; then the cutoff moves within a slide (no window completes).
     After each incremental run the table equals a hand computation, and a full run changes nothing. Last,
     VACUUM deletes the changes an incremental run would read: the run falls back to a full one."""
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     p = load_pipeline("lift_rides")
     assert (p.window.type, p.window.size, p.window.slide) == ("sliding", "10 minutes", "5 minutes")
@@ -355,7 +359,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
 
 def compact_and_vacuum(spark: SparkSession, table: str) -> None:
     """OPTIMIZE, then VACUUM with no retention (Delta's retention check off for this one statement)."""
-    from spark_jobs.maintenance import vacuum_settings
+    from spark_jobs.maintenance.job import vacuum_settings
 
     check = "spark.databricks.delta.retentionDurationCheck.enabled"
     spark.conf.set(check, "false")
@@ -373,7 +377,7 @@ def test_two_batch_runs_at_once_both_publish_the_same_table(spark: SparkSession,
     every window of batch.<p>). Runs after the sensor test, over its bronze table."""
     import threading
 
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     p = load_pipeline("sensor_readings")
     before = table_rows(spark, p)
@@ -404,10 +408,10 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     another commit lands in between (here a property change, as the maintenance DAG's commits can),
     the rows are relabelled with the version their commit really got. Runs after the sensor test."""
     from lakehouse.speed_versions import active_version
-    from spark_jobs import batch
-    from spark_jobs.batch_publish import merge_staged, settle_as_of
+    from spark_jobs.batch import job as batch
+    from spark_jobs.batch.publish import merge_staged, settle_as_of
     from spark_jobs.io.delta_io import table_version
-    from spark_jobs.locks import batch_lock
+    from spark_jobs.shared.locks import batch_lock
 
     p = load_pipeline("sensor_readings")
     table = naming.table("batch", p.name)
@@ -436,8 +440,8 @@ def refused_by_the_cli(spark: SparkSession, cfg: TidewaterConfig, stored_as: Pip
 
     from lakehouse.errors import TidewaterError
     from lakehouse.speed_versions import active_version
-    from spark_jobs.definition_guard import record
     from spark_jobs.io.kafka_admin import ensure_topic
+    from spark_jobs.shared.definition_guard import record
 
     p = load_pipeline(stored_as.name, cfg.pipelines)
     speed_table = contracts.storage_table(p, active_version(cfg, p.name))
@@ -471,10 +475,10 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     from lakehouse.errors import TidewaterError
     from lakehouse.pipeline import Aggregate, Window
     from lakehouse.speed_versions import active_version, set_active_version
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
     from spark_jobs.io.delta_io import table_version
-    from spark_jobs.serving import view_text
-    from spark_jobs.speed_queries import start_queries
+    from spark_jobs.shared.serving_view import view_text
+    from spark_jobs.speed.queries import start_queries
 
     p = load_pipeline("sensor_readings")
     table, view = naming.table("batch", p.name), naming.table("serving", p.name)
@@ -584,7 +588,9 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
 
     from delta.tables import DeltaTable
 
-    from spark_jobs import batch, batch_publish, batch_runs
+    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.io import batch_runs
 
     p = dataclasses.replace(load_pipeline("sensor_readings"), name="fold_probe")
     table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
@@ -626,12 +632,13 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
 
 def test_an_incremental_run_whose_rows_fail_the_gate_publishes_nothing(spark: SparkSession,
                                                                        cfg: TidewaterConfig) -> None:
-    """An incremental run's gate audits its rows while they are written (``spark_jobs.batch_gate``): a late
+    """An incremental run's gate audits its rows while they are written (``spark_jobs.batch.gate``): a late
     event above the pipeline's temperature range makes its published window fail the staging suite, and
     nothing of the run is published. The audited rows are the staged ones. Runs last in this module, over
     the sensor test's bronze (the bad event stays in it)."""
     from lakehouse.errors import TidewaterError
-    from spark_jobs import batch, batch_runs
+    from spark_jobs.batch import job as batch
+    from spark_jobs.io import batch_runs
 
     p = load_pipeline("sensor_readings")
     before = table_rows(spark, p)

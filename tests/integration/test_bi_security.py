@@ -25,7 +25,7 @@ from infra.services import thrift_access, thrift_server
 from lakehouse import contracts, naming
 from lakehouse.errors import ServiceError
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.serving import refresh_view
+from spark_jobs.shared.serving_view import refresh_view
 from spark_jobs.transforms.partials import partial_aggregate
 from tests.integration.speed_helpers import write_speed_rows
 

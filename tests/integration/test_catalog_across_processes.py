@@ -39,11 +39,11 @@ def test_table_written_in_subprocess_is_readable_by_name(spark: SparkSession, st
 
 
 def test_driver_jvms_map_the_class_data_sharing_archive(spark: SparkSession, stack: TidewaterConfig) -> None:
-    """``make test`` runs ``tidewater setup`` first, which builds the archive (``tidewater/jvm_archive.py``):
-    a driver JVM that does not map it pays ~5 s more for every start (``infra/jvm_archive.py``)."""
+    """``make test`` runs ``tidewater setup`` first, which builds the archive (``tidewater/class_data_archive_build.py``):
+    a driver JVM that does not map it pays ~5 s more for every start (``infra/class_data_archive.py``)."""
     from pathlib import Path
 
-    from infra.jvm_archive import ARCHIVE_DIR
+    from infra.class_data_archive import ARCHIVE_DIR
 
     pid = spark.sparkContext._jvm.ProcessHandle.current().pid()  # type: ignore[union-attr]
     mapped = {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if line.endswith(".jsa")}

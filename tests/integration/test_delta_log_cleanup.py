@@ -1,4 +1,4 @@
-"""The stream's Delta log cleanup (``spark_jobs.io.log_cleanup``) on a real Delta table.
+"""The stream's Delta log cleanup (``spark_jobs.speed.log_cleanup``) on a real Delta table.
 
 A table checkpointed every 10 commits gets 25 appends; the log files of its first 15 versions are
 made three hours old. (in commit order, as real commits are: Delta's cleanup adjusts equal times and then
@@ -27,7 +27,7 @@ TABLE = "bronze.log_cleanup_probe"
 
 def test_expired_log_files_go_and_the_table_stays_whole(spark: SparkSession, stack: TidewaterConfig) -> None:
     from spark_jobs.io.delta_io import table_log_dir, tagged_append
-    from spark_jobs.io.log_cleanup import clean_expired
+    from spark_jobs.speed.log_cleanup import clean_expired
 
     spark.sql(f"CREATE TABLE {TABLE} (id BIGINT) USING delta TBLPROPERTIES ('delta.checkpointInterval' = '10')")
     for n in range(25):  # versions 1..25; checkpoints at 10 and 20
@@ -60,7 +60,7 @@ def test_a_streams_cleanup_run_covers_its_tables_and_reports_them(spark: SparkSe
     ``ops.stream_progress``, and with the ingest role quarantine and bronze; tables that do not exist
     are reported as empty, and a run never raises into the stream."""
     from lakehouse import contracts
-    from spark_jobs.io.log_cleanup import LogCleanup, stream_tables
+    from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
 
     cleanup = LogCleanup(spark, "no_such_pipeline", stream_tables("no_such_pipeline", ["ingest", "speed"], TABLE), "lambda")
     cleanup.maybe_start(99)
@@ -84,7 +84,7 @@ def test_maintenance_vacuum_honours_its_retention(spark: SparkSession, stack: Ti
     from pathlib import Path
     from urllib.parse import urlparse
 
-    from spark_jobs.maintenance import _optimize_and_vacuum, vacuum_settings
+    from spark_jobs.maintenance.job import _optimize_and_vacuum, vacuum_settings
 
     table = "bronze.vacuum_probe"
     spark.range(10).repartition(2).write.format("delta").saveAsTable(table)
@@ -119,7 +119,7 @@ def test_maintenance_retries_a_conflicting_optimize_and_goes_on(spark: SparkSess
     cannot be maintained at all is reported while the tables after it are still maintained."""
     import threading
 
-    from spark_jobs.maintenance import maintained, vacuum_settings
+    from spark_jobs.maintenance.job import maintained, vacuum_settings
 
     table, other = "bronze.conflict_probe", "bronze.after_conflict_probe"
     retried: list[dict[str, object]] = []

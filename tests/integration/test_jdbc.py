@@ -106,8 +106,8 @@ def _eventually(read: Callable[[], Any], expected: Any, cfg: TidewaterConfig) ->
 
 def _wait_serving_fresh(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> None:
     from infra.services import thrift_server
-    from spark_jobs.serving import view_text
-    from spark_jobs.serving_cache import wait_fresh
+    from spark_jobs.serving.cache import wait_fresh
+    from spark_jobs.shared.serving_view import view_text
 
     view = naming.table("serving", p.name)
     assert wait_fresh(thrift_server.cache_state_file(cfg), view, view_text(spark, view), timeout=120)
@@ -135,7 +135,7 @@ def _speed_frame(spark: SparkSession, p: Pipeline, rows: list[Row]) -> DataFrame
 
 
 def test_pyhive_reads_serving_view_with_filter(spark: SparkSession, cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline("sensor_readings")
     contracts.ensure(spark, contracts.speed(p, 1))
@@ -381,8 +381,9 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
     is one the tables held: ``serving`` sums to the bronze count before, during and after both changes."""
     import threading
 
-    from spark_jobs import batch, replay
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.batch import job as batch
+    from spark_jobs.replay import job as replay
+    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline("sensor_readings")
     events = _exact_speed_tables(spark, p, (1, 2))
@@ -455,9 +456,9 @@ def test_a_new_view_text_is_swapped_in_while_the_old_data_answers(spark: SparkSe
     data while the old still answers, never drop it first: reads would then go to the metastore's view,
     which would pay its full recompute on every query meanwhile. The keeper runs here
     in the test's own Spark session, on the tables the test above left (both speed versions exact)."""
-    from spark_jobs.serving import refresh_view
-    from spark_jobs.serving_cache import ServingCache
-    from spark_jobs.serving_memory import redirect_name
+    from spark_jobs.serving.cache import ServingCache
+    from spark_jobs.serving.memory import redirect_name
+    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline("sensor_readings")
     view = naming.table("serving", p.name)

@@ -28,7 +28,7 @@ SLOW_QUERY = "SELECT count(*) AS n FROM range(0, 80, 1, 2) WHERE reflect('java.l
 
 @pytest.fixture(scope="module")
 def service(stack: TidewaterConfig) -> Iterator[TidewaterConfig]:
-    from infra.services import job_service
+    from infra import job_service
 
     job_service.start(stack)
     try:
@@ -43,7 +43,7 @@ def tw(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
 
 
 def health(cfg: TidewaterConfig) -> dict:
-    from infra.services import job_service
+    from infra import job_service
 
     report = job_service.health(cfg)
     assert report, "the job service answers /health"
@@ -88,7 +88,7 @@ def test_another_configuration_runs_locally(service: TidewaterConfig) -> None:
 
 
 def test_client_killed_mid_command_leaves_the_service_working(service: TidewaterConfig) -> None:
-    from infra.services import job_service
+    from infra import job_service
 
     before = health(service)
     client = subprocess.Popen([sys.executable, "-m", "tidewater.cli", "sql", SLOW_QUERY], cwd=REPO,
@@ -112,7 +112,7 @@ def test_client_killed_mid_command_leaves_the_service_working(service: Tidewater
 
 
 def test_wrong_token_is_refused(service: TidewaterConfig) -> None:
-    from infra.services import job_service
+    from infra import job_service
 
     served = health(service)["served"]
     body = json.dumps({"argv": ["sql", "SELECT 1"], "fingerprint": job_service.fingerprint(service)}).encode()
@@ -135,7 +135,7 @@ def test_a_stale_service_is_named_and_up_restarts_it(service: TidewaterConfig, m
     """A service started before a change (here: another effective configuration, as after an edit or a
     pull) does not take the command: the client says so in one line and runs it here; ``status`` marks
     the service stale; ``up`` (``job_service.start``) restarts it, idle, on what the CLI now runs."""
-    from infra.services import job_service
+    from infra import job_service
     from lakehouse.config import load_config
 
     nice = str((service.spark.speed_nice + 1) % 20)

@@ -48,7 +48,7 @@ def flowing(stack: TidewaterConfig) -> Iterator[tuple[TidewaterConfig, Any, Even
     """Events flowing at 100/s into the pipeline's topic, and the speed job reading them."""
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed_control import start_speed, stop_speed
+    from spark_jobs.speed.control import start_speed, stop_speed
 
     cfg = stack
     p = load_pipeline(PIPELINE, cfg.pipelines)
@@ -93,7 +93,7 @@ def _stream_goes_on(cfg: TidewaterConfig, p: Any, seconds: float, what: str) -> 
     enough for the cluster to fence a killed broker), still commits new micro-batches: not just the
     one that was in flight when the failure struck. Prints when the first one after the failure came."""
     from infra.services.process import wait_until
-    from spark_jobs.speed_control import speed_process
+    from spark_jobs.speed.control import speed_process
 
     before, started, proc = _committed(cfg), time.monotonic(), speed_process(cfg, p)
     if wait_until(lambda: _committed(cfg) > before or not proc.running(), seconds, 0.5):
@@ -119,7 +119,7 @@ def _back(cfg: TidewaterConfig, node_id: int) -> None:
 
 
 def _exactly_once(spark: SparkSession, cfg: TidewaterConfig, p: Any, producer: EventProducer) -> None:
-    from spark_jobs.speed_control import speed_process, wait_caught_up
+    from spark_jobs.speed.control import speed_process, wait_caught_up
 
     started = time.monotonic()
     with producer.paused_and_flushed():

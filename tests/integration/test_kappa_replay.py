@@ -56,7 +56,7 @@ class ServingReader(threading.Thread):
         self.seen: set[tuple[str, Any]] = set()
 
     def view_table(self) -> str:
-        from spark_jobs.serving import view_text
+        from spark_jobs.shared.serving_view import view_text
 
         try:
             return view_text(self.spark, "serving.sensor_readings").rsplit(" FROM ", 1)[-1]
@@ -105,10 +105,11 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
     from infra.services.process import wait_until
     from lakehouse.pipeline import load_pipeline
     from lakehouse.speed_versions import active_version
-    from spark_jobs import batch_bronze, replay
+    from spark_jobs.batch import bronze as batch_bronze
     from spark_jobs.io.kafka_admin import ensure_topic, topic_config
-    from spark_jobs.serving import refresh_view
-    from spark_jobs.speed_control import start_speed, stop_speed, wait_caught_up
+    from spark_jobs.replay import job as replay
+    from spark_jobs.shared.serving_view import refresh_view
+    from spark_jobs.speed.control import start_speed, stop_speed, wait_caught_up
     from spark_jobs.transforms import incremental
     from spark_jobs.transforms.windows import dedup_history
 
@@ -226,8 +227,8 @@ def test_up_after_switching_to_lambda_restarts_speed_and_redefines_serving(spark
     from lakehouse.config import load_config
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.serving import view_text
-    from spark_jobs.speed_control import speed_process, start_speed, stop_speed
+    from spark_jobs.shared.serving_view import view_text
+    from spark_jobs.speed.control import speed_process, start_speed, stop_speed
     from tidewater.commands.mode_switch import apply_mode, previous_mode
 
     kappa = stack

@@ -23,8 +23,8 @@ def test_replay_refused_after_log_start_moved(stack: TidewaterConfig, tmp_path: 
     from kafka.admin import NewTopic
 
     from lakehouse.speed_versions import active_version
-    from spark_jobs import replay
     from spark_jobs.io.kafka_admin import offsets
+    from spark_jobs.replay import job as replay
 
     cfg = stack
     topic = "replay-retention-test"
@@ -65,7 +65,7 @@ def test_a_second_replay_is_refused_before_spark(stack: TidewaterConfig, rollbac
 
     from lakehouse.speed_versions import active_version
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.locks import exclusive, switch_lock_name
+    from spark_jobs.shared.locks import exclusive, switch_lock_name
 
     cfg = stack
     ensure_topic(cfg, "sensor-readings")  # past the history check, to the lock

@@ -33,7 +33,7 @@ STEPS = int(os.environ.get("TIDEWATER_SEQUENCE_STEPS") or 15)  # per mode
 def test_operation_sequence_keeps_every_invariant(spark: Any, stack: Any) -> None:
     from lakehouse.config import load_config
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed_control import stop_speed
+    from spark_jobs.speed.control import stop_speed
 
     names = random.Random(SEED).sample(sorted(available_pipelines()), 2)
     print(f"seed {SEED}: TIDEWATER_TEST_SEED={SEED} reproduces this sequence ({names[0]} in lambda mode, "

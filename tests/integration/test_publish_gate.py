@@ -34,7 +34,7 @@ def test_an_ops_batch_runs_without_the_verdict_columns_gets_them(spark: SparkSes
     """A table made before the contract had ``staging_version``, ``gate`` and ``gated_version``: the first
     record adds them (an append of the contract's columns would fail), its older rows read them as null.
     First in this module: once per Spark application."""
-    from spark_jobs import batch_runs
+    from spark_jobs.io import batch_runs
 
     older = [(c, t) for c, t in contracts.BATCH_RUNS.columns if c not in ("staging_version", "gate", "gated_version")]
     spark.sql(f"CREATE TABLE {batch_runs.TABLE} ({', '.join(f'`{c}` {t}' for c, t in older)}) USING delta")
@@ -61,7 +61,7 @@ def refused(capfd: pytest.CaptureFixture[str], p: Pipeline, run_id: str) -> str:
 
 
 def current(spark: SparkSession, p: Pipeline, run_id: str) -> dict[str, Any]:
-    from spark_jobs import batch_runs
+    from spark_jobs.io import batch_runs
 
     return next(r for r in batch_runs.runs(spark, p.name) if r["run_id"] == run_id)
 
@@ -71,7 +71,7 @@ def test_a_verdict_holds_for_the_rows_it_validated_only(spark: SparkSession, cfg
     """The plain ``tidewater batch`` records its gate's verdict with the run, on the staging version it
     wrote. A run validated by ``tidewater check --kind staging`` whose staged rows then change (here an
     UPDATE of staging) is refused: its verdict is on other rows."""
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
     from tidewater.cli import run
 
     p = load_pipeline(PIPELINE)
@@ -102,7 +102,8 @@ def test_a_run_whose_rows_failed_the_gate_is_never_published(spark: SparkSession
     marked successful) and after it failed; ``batch.<p>`` keeps its rows. The plain ``tidewater batch``
     records its failed verdict the same way."""
     from lakehouse.errors import TidewaterError
-    from spark_jobs import batch, batch_runs
+    from spark_jobs.batch import job as batch
+    from spark_jobs.io import batch_runs
     from tidewater.cli import run
 
     p = load_pipeline(PIPELINE)

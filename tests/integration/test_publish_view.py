@@ -105,7 +105,7 @@ def served(spark: SparkSession, p: Pipeline, source: str) -> set[tuple[Any, ...]
 def stage_and_check(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     """``tidewater batch <p> --stage-only`` then ``tidewater check <p> --kind staging`` (passing), as the
     DAG's stage and validate tasks run them."""
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
     from tidewater.cli import run
 
     staged = batch.stage(spark, cfg, p)
@@ -121,8 +121,10 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version, set_active_version
-    from spark_jobs import batch_publish, batch_runs, serving
-    from spark_jobs.io.background import Background
+    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.io import batch_runs
+    from spark_jobs.shared import serving_view as serving
+    from spark_jobs.shared.background import Background
 
     p = load_pipeline(PIPELINE)
     Bronze(spark, p).append(0, 600)  # 10 minutes
@@ -179,8 +181,9 @@ def test_a_publish_whose_view_refresh_failed_moves_the_view_when_published_again
 
     from pyspark.sql import functions as F
 
-    from lakehouse.utc import as_utc
-    from spark_jobs import batch_publish, batch_runs
+    from infra.utc import as_utc
+    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.io import batch_runs
 
     p = load_pipeline(PIPELINE)
     published = batch_runs.published_cutoff(spark, p.name)

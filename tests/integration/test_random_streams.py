@@ -43,7 +43,7 @@ def cli(*args: str) -> None:
 
 
 def wait_all(cfg: Any, names: list[str], what: str) -> None:
-    from spark_jobs.speed_control import wait_caught_up
+    from spark_jobs.speed.control import wait_caught_up
 
     for name in names:
         caught_up = wait_caught_up(cfg, load_pipeline(name, cfg.pipelines), timeout=300, job_must_run=True)
@@ -65,7 +65,7 @@ def wait_watermark(cfg: Any, name: str, target_ms: int, read_rows: Any) -> None:
 def test_random_streams_serving_equals_oracle(spark: Any, stack: Any) -> None:
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.speed_control import stop_speed
+    from spark_jobs.speed.control import stop_speed
 
     cfg, names = stack, available_pipelines()
     pipes = {n: load_pipeline(n, cfg.pipelines) for n in names}
@@ -95,7 +95,7 @@ def test_random_streams_serving_equals_oracle(spark: Any, stack: Any) -> None:
             stop_speed(cfg, pipes[n])
     print(f"seed {SEED}: speed phases done in {time.monotonic() - started:.0f}s")
 
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     problems: list[str] = []
     for n, p in pipes.items():
@@ -130,7 +130,7 @@ def check_pipeline(spark: Any, cfg: Any, p: Any, s: Scenario, exp: Expected, rec
     got = serving_rows(spark_query(spark), p)
     diffs = serving_differences(p, exp, got)
     if diffs:  # what the view was cut on, for the reader of a failure
-        from spark_jobs.serving import view_text
+        from spark_jobs.shared.serving_view import view_text
 
         diffs.append(f"serving.{p.name} is: {view_text(spark, f'serving.{p.name}')[-400:]}")
     out += diffs

@@ -38,7 +38,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     from spark_jobs.io.kafka_admin import ensure_topic
     from spark_jobs.io.lineage import committed_batches, query_id
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.speed_control import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
+    from spark_jobs.speed.control import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
 
     cfg = stack
     p = load_pipeline(PIPELINE, cfg.pipelines)
@@ -128,7 +128,7 @@ def test_progress_rows_left_pending_by_a_kill_are_written_once_at_the_next_start
 
     from lakehouse import contracts, naming
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.io.stream_progress_rows import ProgressRows, drain, encode, pending_dir
+    from spark_jobs.speed.stream_progress_rows import ProgressRows, drain, encode, pending_dir
 
     contracts.ensure(spark, contracts.STREAM_PROGRESS)
     checkpoint = naming.checkpoint_dir(stack, "pending_rows_check", "stream", 1)
@@ -174,7 +174,7 @@ def test_a_compaction_beside_the_next_blocks_appends_commits_and_loses_nothing(s
     from lakehouse import contracts
     from lakehouse.pipeline import load_pipeline
     from lakehouse.speed_fold import COMPACT_EVERY, slot_of
-    from spark_jobs.io import partials_table
+    from spark_jobs.speed import partials_table
     from spark_jobs.transforms.partials import partial_aggregate
 
     p, version = load_pipeline("sensor_readings"), 7

@@ -30,7 +30,7 @@ SENSORS = ["s-a", "s-b", "s-c", "s-d"]
 def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stack: TidewaterConfig) -> None:
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.speed_control import stop_speed, wait_caught_up
+    from spark_jobs.speed.control import stop_speed, wait_caught_up
 
     cfg = stack
     p = load_pipeline("sensor_readings", cfg.pipelines)

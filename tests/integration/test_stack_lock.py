@@ -31,7 +31,7 @@ def finished(proc: subprocess.Popen[str]) -> str:
 def test_up_and_down_started_together_run_in_turn() -> None:
     from infra.services import kafka_broker, metastore
     from lakehouse.config import load_config
-    from spark_jobs.locks import exclusive
+    from spark_jobs.shared.locks import exclusive
     from tidewater.commands.stack import STACK_LOCK
     from tidewater.isolated_stack import isolated_env
 

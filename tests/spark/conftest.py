@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="package")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    from infra import utc
     from infra.py4j_lookups import DEBUGGING_OFF
-    from lakehouse import utc
 
     utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -77,6 +77,6 @@ def _end_plain_jvm() -> None:
 
 
 def _jvm_options() -> list[str]:
-    from lakehouse.jvm_options import jvm_flags
+    from lakehouse.config_jvm_flags import jvm_flags
 
     return jvm_flags(os.environ.get("TIDEWATER_JVM_OPTIONS", ""))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.batch_dedup import first_copies
+from spark_jobs.batch.dedup import first_copies
 from spark_jobs.transforms.windows import dedup_history
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark_jobs.io import batch_values
-from spark_jobs.io.execution_mode import use_for
+from spark_jobs.speed import micro_batch_values as batch_values
+from spark_jobs.speed.execution_mode import use_for
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from lakehouse.pipeline import Pipeline, load_pipeline
-from spark_jobs.batch_increment import incremental_rows
-from spark_jobs.step_timer import Steps
+from spark_jobs.batch.increment import incremental_rows
+from spark_jobs.shared.step_timer import Steps
 from spark_jobs.transforms.incremental import all_windows
 from spark_jobs.transforms.windows import dedup_history
 

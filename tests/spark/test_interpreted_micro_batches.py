@@ -10,7 +10,7 @@ import pytest
 
 from lakehouse.config import SparkConfig
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.io.execution_mode import use_for
+from spark_jobs.speed.execution_mode import use_for
 from spark_jobs.transforms.partials import partial_aggregate
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from spark_jobs.io.liveness import Liveness, stage_signature
+from spark_jobs.speed.liveness import Liveness, stage_signature
 
 pytestmark = pytest.mark.spark
 
@@ -33,7 +33,7 @@ def test_signature_moves_while_tasks_complete_and_is_empty_when_idle(spark: Any,
 
 
 def test_the_file_gets_a_new_time_only_when_work_advanced(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
-    import spark_jobs.io.liveness as liveness
+    import spark_jobs.speed.liveness as liveness
 
     monkeypatch.setattr(liveness, "LOOK_EVERY_S", 0.0)
     path = tmp_path / "speed-p-v1.alive"
@@ -56,7 +56,7 @@ def test_the_file_gets_a_new_time_only_when_work_advanced(spark: Any, tmp_path: 
 def test_a_running_context_is_not_stopped_and_a_gone_one_is(spark: Any) -> None:
     from types import SimpleNamespace
 
-    from spark_jobs.speed import context_stopped
+    from spark_jobs.speed.job import context_stopped
 
     assert context_stopped(spark) is False
     assert context_stopped(SimpleNamespace(sparkContext=SimpleNamespace(_jsc=None))) is True  # the JVM is gone

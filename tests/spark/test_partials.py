@@ -92,8 +92,8 @@ def test_recent_arrivals_join_without_shuffling_the_history(spark: SparkSession)
 
 
 def _keyed_micro_batch_against_history(spark: SparkSession, p: Pipeline) -> None:
-    from spark_jobs.io import recent_arrivals
-    from spark_jobs.io.recent_arrivals import RecentArrivals
+    from spark_jobs.speed import recent_arrivals
+    from spark_jobs.speed.recent_arrivals import RecentArrivals
     from spark_jobs.transforms.partials import earliest_copies
 
     schema = ("event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp, "

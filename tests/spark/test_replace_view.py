@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark_jobs.serving import replace_view, view_text
+from spark_jobs.shared.serving_view import replace_view, view_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

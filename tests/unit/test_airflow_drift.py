@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from infra.services import airflow_drift
+from infra.utc import HOST_ZONE_ENV
 from lakehouse import settings_diff
-from lakehouse.utc import HOST_ZONE_ENV
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from spark_jobs.batch_runs import current_runs
+from spark_jobs.io.batch_runs import current_runs
 
 pytestmark = pytest.mark.unit
 T = datetime(2026, 1, 1)

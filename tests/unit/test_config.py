@@ -202,7 +202,7 @@ def test_external_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> No
     ("-Xss4m", ["-Xss4m"]),
 ])
 def test_c1_only_jvms_keep_the_tiered_code_cache(options: str, flags: list[str]) -> None:
-    from lakehouse.jvm_options import jvm_flags
+    from lakehouse.config_jvm_flags import jvm_flags
 
     assert jvm_flags(options) == flags
 
@@ -215,7 +215,7 @@ def test_c1_only_jvms_keep_the_tiered_code_cache(options: str, flags: list[str])
 ])
 def test_a_spark_driver_takes_the_parallel_collector_unless_jvm_options_choose_one(options: str,
                                                                                   flags: list[str]) -> None:
-    from lakehouse.jvm_options import driver_flags, jvm_flags
+    from lakehouse.config_jvm_flags import driver_flags, jvm_flags
 
     assert driver_flags(jvm_flags(options)) == flags
 

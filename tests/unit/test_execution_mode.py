@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse.config import SparkConfig
-from spark_jobs.io.execution_mode import planned_records, records_between
+from spark_jobs.speed.execution_mode import planned_records, records_between
 
 pytestmark = pytest.mark.unit
 

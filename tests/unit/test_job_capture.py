@@ -1,4 +1,4 @@
-"""The job service's per-thread output capture and exit codes (infra/job_capture.py), with the real CLI
+"""The job service's per-thread output capture and exit codes (infra/job_service/capture.py), with the real CLI
 dispatch: what a command prints in one thread never reaches another's, and exit statuses are those of
 a ``tidewater`` process."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from infra.job_capture import capture, install, run_command
+from infra.job_service.capture import capture, install, run_command
 from tidewater.cli import run
 
 

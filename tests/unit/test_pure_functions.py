@@ -12,8 +12,8 @@ from expectations.suites import expectation_specs
 from lakehouse.config import load_config
 from lakehouse.contracts import MIN_EVENT_MS, result_columns
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.serving import served_select, view_sql
-from spark_jobs.speed_control import parse_offsets, topic_offsets
+from spark_jobs.shared.serving_view import served_select, view_sql
+from spark_jobs.speed.control import parse_offsets, topic_offsets
 
 pytestmark = pytest.mark.unit
 CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -141,7 +141,7 @@ def test_local_log_dir_of_a_table_location(location: str | None, expected: Path 
 def test_bronze_log_files_are_kept_back_to_the_published_runs_commit() -> None:
     from datetime import timedelta
 
-    from spark_jobs.io.log_cleanup import BRONZE_MARGIN_SECONDS, KEEP_SECONDS, bronze_keep_after, due
+    from spark_jobs.speed.log_cleanup import BRONZE_MARGIN_SECONDS, KEEP_SECONDS, bronze_keep_after, due
 
     now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     margin = timedelta(seconds=BRONZE_MARGIN_SECONDS)
@@ -154,7 +154,7 @@ def test_bronze_log_files_are_kept_back_to_the_published_runs_commit() -> None:
 
 def test_every_streaming_query_cleans_the_logs_of_the_tables_it_commits_to() -> None:
     from lakehouse.contracts import STREAM_PROGRESS
-    from spark_jobs.io.log_cleanup import stream_tables
+    from spark_jobs.speed.log_cleanup import stream_tables
 
     progress = STREAM_PROGRESS.name
     # the stateless stream of a lambda job, and of a Kappa replay (speed role only)
@@ -166,7 +166,7 @@ def test_every_streaming_query_cleans_the_logs_of_the_tables_it_commits_to() -> 
 
 
 def test_the_batch_layers_oldest_needed_bronze_version_and_its_checkpoint(tmp_path: Path) -> None:
-    from spark_jobs.io.log_cleanup import checkpoint_before, protected_bronze_version
+    from spark_jobs.speed.log_cleanup import checkpoint_before, protected_bronze_version
 
     def run(status: str, version: int, at: int) -> dict[str, object]:
         return {"status": status, "bronze_version": version, "published_at": datetime(2026, 11, 28, at, tzinfo=UTC)}

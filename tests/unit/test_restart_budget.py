@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.restart_budget import RestartBudget
+from spark_jobs.speed.restart_budget import RestartBudget
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import pytest
 
 from lakehouse import naming
 from lakehouse.config import load_config
-from spark_jobs.maintenance import retired_checkpoints
+from spark_jobs.maintenance.job import retired_checkpoints
 
 pytestmark = pytest.mark.unit
 

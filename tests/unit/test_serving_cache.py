@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from lakehouse.pipeline import load_pipeline
-from spark_jobs.serving import view_sql
-from spark_jobs.serving_cache import delta_locations, is_fresh, latest_version, local_path, text_sha1
-from spark_jobs.serving_memory import redirect_name, uncached_variant
+from spark_jobs.serving.cache import delta_locations, is_fresh, latest_version, local_path, text_sha1
+from spark_jobs.serving.memory import redirect_name, uncached_variant
+from spark_jobs.shared.serving_view import view_sql
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Which checkpoint a speed version's stream query runs (``spark_jobs.speed_lineages.choose``): a query
+"""Which checkpoint a speed version's stream query runs (``spark_jobs.speed.lineages.choose``): a query
 resumes only the lineage that writes its version, with the same roles; any other start is a new lineage
 that takes the table over from the recorded writer. The sequence is the one that double counted when a
 rollback resumed the frozen main checkpoint: main v1, replay v2, switch, rollback to v1, and forward again."""
@@ -13,7 +13,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.pipeline import load_pipeline
 from lakehouse.speed_versions import next_version
-from spark_jobs.speed_lineages import choose, start_writing, version_checkpoints
+from spark_jobs.speed.lineages import choose, start_writing, version_checkpoints
 
 pytestmark = pytest.mark.unit
 

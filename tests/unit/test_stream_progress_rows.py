@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.io.stream_progress_rows import decode, encode, pending_dir
+from spark_jobs.speed.stream_progress_rows import decode, encode, pending_dir
 
 pytestmark = pytest.mark.unit
 
@@ -47,7 +47,7 @@ class FlakyWrite:
 
 
 def test_a_failed_progress_append_is_retried_once_written_only() -> None:
-    from spark_jobs.io.stream_progress_rows import append_with_retries
+    from spark_jobs.speed.stream_progress_rows import append_with_retries
 
     transient = FlakyWrite(fail_before=1)
     assert append_with_retries(transient.append, lambda: transient.rows > 0, "q/1", pause_s=0) == 2

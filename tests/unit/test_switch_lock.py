@@ -17,8 +17,8 @@ def test_main_job_start_is_refused_while_another_process_switches_versions(tmp_p
     from lakehouse.errors import TidewaterError
     from lakehouse.pipeline import load_pipeline
     from lakehouse.speed_versions import set_active_version
-    from spark_jobs.locks import held_elsewhere, lock_path, switch_lock_name
-    from spark_jobs.speed_control import start_speed
+    from spark_jobs.shared.locks import held_elsewhere, lock_path, switch_lock_name
+    from spark_jobs.speed.control import start_speed
 
     monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
     cfg = load_config()
@@ -57,7 +57,7 @@ def test_a_lock_held_by_another_thread_is_held_elsewhere(tmp_path: Path, monkeyp
     import threading
 
     from lakehouse.config import load_config
-    from spark_jobs.locks import exclusive, held_elsewhere
+    from spark_jobs.shared.locks import exclusive, held_elsewhere
 
     monkeypatch.setenv("TIDEWATER_DATA_DIR", str(tmp_path))
     cfg = load_config()

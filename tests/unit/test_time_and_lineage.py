@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lakehouse.utc import sql_timestamp
-from spark_jobs.batch_bronze import batch_cutoff
+from infra.utc import sql_timestamp
+from spark_jobs.batch.bronze import batch_cutoff
 from spark_jobs.io import lineage
 from spark_jobs.io.progress_recorder import progress_row, recovered_row
 
@@ -30,7 +30,7 @@ def test_sql_timestamp_names_the_instant_with_an_explicit_offset() -> None:
 def test_pinning_makes_naive_datetimes_utc_and_survives_mktime() -> None:
     """After pinning, a naive datetime is UTC, also after ``time.mktime`` (which re-reads ``TZ``: PySpark's
     ``createDataFrame`` calls it for naive timestamps; restoring the host's ``TZ`` once flipped the zone)."""
-    code = ("import os, time; from datetime import datetime; from lakehouse.utc import pin_process_to_utc, sql_timestamp;"
+    code = ("import os, time; from datetime import datetime; from infra.utc import pin_process_to_utc, sql_timestamp;"
             "pin_process_to_utc(); time.mktime(datetime(2026, 3, 1).timetuple());"
             "print(sql_timestamp(datetime(2026, 3, 1, 12, 0)), os.environ['TZ'], time.timezone, "
             "os.environ['TIDEWATER_HOST_TZ'])")
@@ -108,7 +108,7 @@ def test_progress_row_sums_state_operators_and_keeps_instants_aware() -> None:
 
 def test_quality_gate_fails_closed_without_the_expectations_package() -> None:
     """Publishing without an audit is impossible: the gate raises instead of being skipped."""
-    code = ("import sys; sys.modules['expectations'] = None; from spark_jobs import batch;"
+    code = ("import sys; sys.modules['expectations'] = None; from spark_jobs.batch import job as batch;"
             "batch.validate(None, None, None, 'batch.x__staging'); print('PUBLISHED WITHOUT AUDIT')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode != 0 and "PUBLISHED WITHOUT AUDIT" not in proc.stdout

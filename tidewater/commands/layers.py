@@ -28,7 +28,8 @@ def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
     """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table or,
     unless ``--full``, one with no commit since the last published run (exit 3 at once). The CLI runs
     them before it forwards the command to the job service; returns the config and the pipeline."""
-    from spark_jobs import batch, batch_bronze
+    from spark_jobs.batch import bronze as batch_bronze
+    from spark_jobs.batch import job as batch
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -45,7 +46,7 @@ def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from spark_jobs import batch
+    from spark_jobs.batch import job as batch
 
     cfg, p = batch_precheck(args)
     spark = _spark(cfg, f"tidewater-batch-{p.name}")
@@ -55,7 +56,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return 0
     if args.publish:
         progress(f"publishing batch run {args.run_id} of {p.name} …")
-        from spark_jobs.batch_publish import publish
+        from spark_jobs.batch.publish import publish
 
         print(batch.run_line(publish(spark, cfg, p, args.run_id)), flush=True)
         return 0
@@ -74,7 +75,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_serving(args: argparse.Namespace) -> int:
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.shared.serving_view import refresh_view
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
@@ -87,7 +88,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     """Record the ledger of the published run (``--run-id``, else the latest) if it has none yet,
     then print the summary. With no published run and no ``--run-id``, only the summary."""
     from lakehouse.errors import NothingToDo
-    from spark_jobs.reconcile_job import ensure_ledger, summary
+    from spark_jobs.batch.reconcile import ensure_ledger, summary
     from spark_jobs.transforms.reconcile import format_summary
 
     cfg = config_from(args)
@@ -105,8 +106,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from spark_jobs import replay
-    from spark_jobs.serving import refresh_view
+    from spark_jobs.replay import job as replay
+    from spark_jobs.shared.serving_view import refresh_view
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)

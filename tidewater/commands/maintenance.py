@@ -1,7 +1,7 @@
 """``tidewater maintenance [--only tables|ops|checkpoints] [--dry-run]``: Delta housekeeping.
 
 OPTIMIZE + VACUUM of every layer table, ``ops.*`` retention and clean-up of retired speed-query
-checkpoints (``spark_jobs.maintenance``). Prints one JSON report; a table that could not be maintained
+checkpoints (``spark_jobs.maintenance.job``). Prints one JSON report; a table that could not be maintained
 is named in it (``error``) and the exit status is 1, after every other table was maintained.
 """
 
@@ -15,7 +15,7 @@ from tidewater.commands import Subparsers, config_from, progress
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
     from lakehouse.pipeline import available_pipelines
-    from spark_jobs import maintenance
+    from spark_jobs.maintenance import job as maintenance
 
     cfg = config_from(args)
     parts = args.only or ["tables", "ops", "checkpoints"]

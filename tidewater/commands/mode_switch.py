@@ -54,7 +54,7 @@ def apply_mode(cfg: TidewaterConfig) -> None:
 
 
 def restart_speed(cfg: TidewaterConfig, p: Pipeline) -> None:
-    from spark_jobs.speed_control import speed_process, start_speed, stop_speed
+    from spark_jobs.speed.control import speed_process, start_speed, stop_speed
 
     if speed_process(cfg, p).running():
         stop_speed(cfg, p)

@@ -35,8 +35,8 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from expectations.runner import validate_table
     from infra.spark_session import get_spark
-    from spark_jobs.batch_gate import check_staged
-    from spark_jobs.batch_runs import published_cutoff
+    from spark_jobs.batch.gate import check_staged
+    from spark_jobs.io.batch_runs import published_cutoff
 
     cfg = config_from(args)
     p = pipeline_from(args, cfg)

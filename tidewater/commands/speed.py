@@ -1,6 +1,6 @@
 """``tidewater speed start|stop|status|run <pipeline>``: the detached speed-layer job.
 
-Job control itself (start, stop, status, lag) is ``spark_jobs.speed_control``. ``status`` exits 0 when
+Job control itself (start, stop, status, lag) is ``spark_jobs.speed.control``. ``status`` exits 0 when
 the job runs, 1 when it does not, 4 (``TopicMissing``) when the pipeline's topic does not exist."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeli
 def cmd_speed(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
-    from spark_jobs.speed_control import speed_process, speed_status, start_speed, stop_speed
+    from spark_jobs.speed.control import speed_process, speed_status, start_speed, stop_speed
 
     if args.action == "start":
         progress(f"starting speed layer for {p.name} …")
@@ -25,8 +25,8 @@ def cmd_speed(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p) else 'was not running'}")
     elif args.action == "run":
-        from spark_jobs.speed import run
-        from spark_jobs.speed_control import require_topic
+        from spark_jobs.speed.control import require_topic
+        from spark_jobs.speed.job import run
 
         require_topic(cfg, p)
         run(cfg, p, args.version or active_version(cfg, p.name), ["ingest", "speed"])

@@ -58,7 +58,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
     """Jars, then the class-data-sharing archives, one setup of a checkout at a time: a second one
     started together (``make demo`` and ``make test`` on a fresh clone) waits, then finds both cached."""
     from lakehouse import naming
-    from spark_jobs.locks import exclusive_file
+    from spark_jobs.shared.locks import exclusive_file
 
     lock = naming.cache_dir() / "setup.lock"
     with exclusive_file(lock, SETUP_LOCK_WAIT_SECONDS):
@@ -72,7 +72,7 @@ def _setup(args: argparse.Namespace) -> int:
     started = time.monotonic()
     ran = fetch_jars(force=args.force)
     print(f"jars {'fetched' if ran else 'already cached'} in {time.monotonic() - started:.1f}s")
-    from tidewater.jvm_archive import build
+    from tidewater.class_data_archive_build import build
 
     progress("class-data-sharing archives for Spark driver JVMs (about 2 minutes the first time) …")
     for line in build(force=args.force):
@@ -88,7 +88,7 @@ def stack_lock(cfg: TidewaterConfig) -> Any:
     """Held by ``up`` and ``down`` from their first service to their last: two started together run in
     turn (the second finds the services running, or stopped), instead of both spawning a process
     between one's PID-file check and its write, and one PID file then naming the process that lost."""
-    from spark_jobs.locks import exclusive
+    from spark_jobs.shared.locks import exclusive
 
     return exclusive(cfg, STACK_LOCK, STACK_LOCK_WAIT_SECONDS)
 
@@ -121,7 +121,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from spark_jobs.speed_control import stop_all_speed
+    from spark_jobs.speed.control import stop_all_speed
 
     cfg = config_from(args)
     services = list(reversed(_services()))

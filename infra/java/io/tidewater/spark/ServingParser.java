@@ -26,7 +26,7 @@ import scala.runtime.AbstractPartialFunction;
  * <p>The metastore's view costs every query a metastore lookup (behind the one lock all JDBC sessions
  * share), a parse of its text and an analysis that loads each Delta table's snapshot: about 80 ms of
  * the 0.15-0.2 s of a cached point query (measured on 2 cores). The global temporary view holds an in-memory
- * relation that the cache keeper ({@code spark_jobs/serving_cache.py}) builds and replaces: nothing
+ * relation that the cache keeper ({@code spark_jobs/serving/cache.py}) builds and replaces: nothing
  * to look up or analyze. When the keeper has no data for a view (first build, a failure) there is no
  * temporary view, and reads go to the metastore's view; a new view text is swapped in without a gap.
  *

@@ -8,7 +8,7 @@ import io.tidewater.spark.authz.AccessControl;
 import org.apache.spark.sql.SparkSession;
 
 /**
- * What the Thrift server's driver program ({@code spark_jobs/thrift_service.py}) sets up before
+ * What the Thrift server's driver program ({@code spark_jobs/serving/thrift_service.py}) sets up before
  * HiveServer2 starts: the password check ({@link PasswordFileAuthenticator}, named in the system
  * property HiveServer2 reads per login), the guard on system properties, and the access rules
  * ({@link AccessControl}); the server's own sessions are then trusted one by one ({@link #trust}).

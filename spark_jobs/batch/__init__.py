@@ -1,0 +1,1 @@
+"""The batch layer: exact windows from bronze, staged, audited, published, reconciled."""

@@ -1,0 +1,1 @@
+"""Housekeeping of the lakehouse (``tidewater maintenance``)."""

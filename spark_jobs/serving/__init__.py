@@ -1,0 +1,1 @@
+"""The Thrift server's side of serving: its driver program and the in-memory serving cache."""

@@ -1,0 +1,1 @@
+"""The speed layer: one long-running streaming job per pipeline, its queries, sinks and control."""

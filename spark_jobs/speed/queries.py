@@ -1,0 +1,113 @@
+"""The speed job's streaming queries, built from a pipeline definition (``spark_jobs.speed.job`` runs them).
+
+Tumbling and sliding windows: ONE stateless ``stream`` query (``io.stream_batch``). Session windows:
+an ``ingest`` query and a stateful ``speed`` query (Spark's ``session_window``). A new checkpoint is a
+new lineage; what it does with tables that already hold rows is decided in ``io.lineage``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import Pipeline
+from spark_jobs.shared import definition_guard
+from spark_jobs.speed import lineages as speed_lineages
+
+INGEST_VERSION = naming.INGEST_VERSION
+
+
+def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                  starting_offsets: str | None = None) -> dict[str, Any]:
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.speed.sinks import SpeedMerge, ingest_writer
+    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+    from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
+
+    contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
+                     contracts.STREAM_PROGRESS)
+    definition_guard.require_speed_same(cfg, p, version)
+    trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
+    if stateless(p):
+        return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}
+    queries: dict[str, Any] = {}
+    if "ingest" in which:
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
+        floors, start = lineage.stream_floors(spark, cfg, p, INGEST_VERSION, checkpoint, ["ingest"])
+        if start:
+            print(f"speed: new ingest lineage at {checkpoint}: resuming after the offsets bronze/quarantine hold: "
+                  f"{start}", file=sys.stderr, flush=True)
+        classified = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
+                      .transform(classify(p)))
+        queries["ingest"] = (
+            classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
+            .foreachBatch(ingest_writer(p, checkpoint, floors, cfg.mode))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(**trigger).start()
+        )
+    if "speed" in which:
+        checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
+        table = naming.speed_table(p.name, version)
+        new_speed_lineage(spark, contracts.storage_table(p, version), checkpoint, starting_offsets or cfg.kafka.starting_offsets)
+        events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
+        windows = (valid_events(events).transform(with_watermark_dedup(p))
+                   .transform(windowed_aggregate(p, streaming=True)))
+        queries["speed"] = (
+            windows.writeStream.queryName(f"{p.name}_speed_v{version}")
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table, cfg.mode))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(**trigger).start()
+        )
+    return queries
+
+
+STREAM = "stream"
+
+
+def stateless(p: Pipeline) -> bool:
+    """Tumbling and sliding windows run as ONE stateless query (``io.stream_batch``): Kafka read and
+    parsed once, per-window partials merged into the speed table. Session windows merge across
+    micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
+    return p.window.type != "session"
+
+
+def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
+                 starting_offsets: str | None, trigger: dict[str, str]) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark_jobs.io import lineage
+    from spark_jobs.io.kafka_source import read_stream
+    from spark_jobs.speed.cached_records import WATERMARK_COLUMN
+    from spark_jobs.speed.stream_batch import StreamBatch
+    from spark_jobs.speed.stream_warm_up import warm_up
+    from spark_jobs.transforms.parse import classify, with_kafka_metadata
+
+    roles: list[str] = [r for r in ("ingest", "speed") if r in which]
+    checkpoint, previous = speed_lineages.choose(cfg, p, STREAM if "ingest" in roles else "speed", version)
+    taken_over = speed_lineages.frontier(spark, p, version, previous) if previous is not None else None
+    floors, start = lineage.stream_floors(spark, cfg, p, version, checkpoint, roles, taken_over)
+    speed_lineages.start_writing(cfg, p, version, checkpoint)
+    if previous is not None:
+        print(f"speed: new lineage {checkpoint.name} of v{version} takes over from {previous.name} at {taken_over}",
+              file=sys.stderr, flush=True)
+    unstamped = F.lit(None).cast("timestamp")  # the sink stamps each micro-batch's time (cached_form)
+    records = (with_kafka_metadata(read_stream(spark, cfg, p.topic, start or starting_offsets), unstamped)
+               .transform(classify(p))
+               .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
+               .withWatermark(WATERMARK_COLUMN, p.watermark))
+    sink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode,
+                       interpreted_max_records=cfg.spark.interpreted_max_records)
+    warm_up(sink, records.schema, cfg)
+    return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
+
+
+def new_speed_lineage(spark: Any, table: str, checkpoint: Any, starting_offsets: str) -> None:
+    from spark_jobs.io import lineage
+
+    if lineage.is_new(checkpoint) and lineage.prepare_speed_table(spark, table, starting_offsets):
+        print(f"speed: new speed lineage at {checkpoint}: emptied {table}, recomputing it from the "
+              "earliest offsets", file=sys.stderr, flush=True)
