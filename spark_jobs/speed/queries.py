@@ -13,6 +13,7 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.sink import MicroBatchSink
 from spark_jobs.shared import definition_guard
 from spark_jobs.speed import lineages as speed_lineages
 
@@ -42,9 +43,10 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                   f"{start}", file=sys.stderr, flush=True)
         classified = (read_stream(spark, cfg, p.topic, start or starting_offsets).transform(with_kafka_metadata)
                       .transform(classify(p)))
+        ingest: MicroBatchSink = ingest_writer(p, checkpoint, floors, cfg.mode)
         queries["ingest"] = (
             classified.writeStream.queryName(f"{p.name}_ingest_v{INGEST_VERSION}")
-            .foreachBatch(ingest_writer(p, checkpoint, floors, cfg.mode))
+            .foreachBatch(ingest)
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -55,9 +57,10 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         windows = (valid_events(events).transform(with_watermark_dedup(p))
                    .transform(windowed_aggregate(p, streaming=True)))
+        merge: MicroBatchSink = SpeedMerge(spark, p, table, cfg.mode)
         queries["speed"] = (
             windows.writeStream.queryName(f"{p.name}_speed_v{version}")
-            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(SpeedMerge(spark, p, table, cfg.mode))
+            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(merge)
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -98,7 +101,7 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                .transform(classify(p))
                .withColumn(WATERMARK_COLUMN, F.when(F.col("reason_code").isNull(), F.col("event_time")))
                .withWatermark(WATERMARK_COLUMN, p.watermark))
-    sink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode,
+    sink: MicroBatchSink = StreamBatch(spark, p, version, checkpoint, roles, floors, mode=cfg.mode,
                        interpreted_max_records=cfg.spark.interpreted_max_records)
     warm_up(sink, records.schema, cfg)
     return (records.writeStream.queryName(f"{p.name}_{STREAM}_v{version}").foreachBatch(sink)

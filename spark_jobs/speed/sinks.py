@@ -1,4 +1,4 @@
-"""The speed job's two ``foreachBatch`` sinks: Delta writes that a replayed micro-batch cannot double.
+"""The speed job's two ``foreachBatch`` sinks (``io.sink.MicroBatchSink``): Delta writes that a replayed micro-batch cannot double.
 
 * ``ingest_writer``: unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``, each an
   idempotent append (``txnAppId`` tied to the query version, ``txnVersion`` = micro-batch id).
@@ -17,6 +17,7 @@ from typing import Any
 from infra.utc import sql_timestamp as _ts
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.sink import MicroBatchSink
 
 
 class SpeedMerge:
@@ -74,7 +75,7 @@ class SpeedMerge:
         self.finalized_upto = self.max_event_time
 
 
-def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None], mode: str) -> Any:
+def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None], mode: str) -> MicroBatchSink:
     """foreachBatch sink of the ``ingest`` query: quarantine, then bronze, each exactly once from its
     floor (``lineage.ingest_floors``: the order is what a new lineage's floors rely on)."""
     from spark_jobs.io import lineage
