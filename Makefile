@@ -98,14 +98,14 @@ lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and serv
 bench: setup ## Full benchmark run, Flink peer included (about 90 min on 2 cores; writes benchmarks/results/)
 	@$(call pip_install,$(BIN),$(BENCH_PACKAGES))
 	@bash benchmarks/setup-flink.sh
-	@$(BIN)/tidewater bench
+	@$(BIN)/python -m benchmarks.bench
 
 bench-quick: setup ## Smoke-size benchmark run
-	@$(BIN)/tidewater bench --quick
+	@$(BIN)/python -m benchmarks.bench --quick
 
 soak: setup ## Chaos soak: 30 min at 2,000 events/s on 3 brokers, kill -9 of 4 components (writes benchmarks/results/)
 	@$(call pip_install,$(BIN),$(BENCH_PACKAGES))
-	@$(BIN)/tidewater soak $(SOAK_ARGS)
+	@$(BIN)/python -m benchmarks.soak $(SOAK_ARGS)
 
 CHAOS_ARGS ?=
 chaos: setup ## Operation-sequence chaos run: 300 seeded operations over every pipeline in both modes (writes benchmarks/results/)

@@ -1,9 +1,9 @@
 """The latest result of every benchmark goal, as a Markdown table generated from ``benchmarks/results/*.json``.
 
-For each goal the newest result that measured it: full-size runs of ``tidewater bench`` (scenarios 1-8),
-``python -m benchmarks.dag_run`` and ``tidewater soak`` (not ``--quick``: its figures are not judged).
+For each goal the newest result that measured it: full-size runs of ``python -m benchmarks.bench`` (scenarios 1-8),
+``python -m benchmarks.dag_run`` and ``python -m benchmarks.soak`` (not ``--quick``: its figures are not judged).
 ``python -m benchmarks.results_table`` prints the table; ``--write`` puts it into benchmarks/README.md
-between the RESULTS-TABLE markers. ``tidewater bench`` refreshes it after every run that is not quick.
+between the RESULTS-TABLE markers. ``python -m benchmarks.bench`` refreshes it after every run that is not quick.
 """
 
 from __future__ import annotations

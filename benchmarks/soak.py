@@ -1,4 +1,5 @@
-"""The chaos soak (``tidewater soak`` / ``make soak``): hours-long behaviour in half an hour.
+"""The chaos soak (``make soak`` = ``python -m benchmarks.soak [--quick] [--minutes M] [--rate R] [--seed S]
+[--out DIR] [--keep-data]``): hours-long behaviour in half an hour.
 
 On its own isolated stack (``benchmarks/soak_stack.py``: 3 brokers, metastore, Thrift server, job
 service, Airflow with the speed supervisor every minute and the batch DAG on a short schedule, every
@@ -10,11 +11,15 @@ random moment, the speed job, one broker, the Airflow scheduler and the Thrift s
 
 ``--quick`` (the integration test's): 3 minutes at 1,000 events/s, every fault still injected once;
 flatness is recorded but does not gate there (3 minutes with four faults say nothing about growth).
+Exit status 1 with a one-line reason if any check failed (exactly once, serving = oracle, a fault not
+recovered, flatness).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+import sys
 import threading
 import time
 import traceback
@@ -24,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.result import ScenarioResult
+from benchmarks.stack import one_line_errors, stop_stack_on_term
+from lakehouse.errors import TidewaterError
 
 PIPELINE = "sensor_readings"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -156,3 +163,34 @@ def _produce(produce: Any, cfg: Any, topic: str, s: SoakSettings, out: dict[str,
         out["chunks"], _ = produce(cfg, topic, s.rate, s.seconds, "soak-")
     except Exception as exc:  # undelivered events: the soak fails with this reason
         out["error"] = f"{type(exc).__name__}: {exc}"
+
+
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.soak",
+                                description="chaos soak on an isolated 3-broker stack (writes benchmarks/results/)")
+    p.add_argument("--quick", action="store_true", help="3 minutes at 1,000 events/s, each fault once, flatness not gating (CI)")
+    p.add_argument("--minutes", type=float, help="how long the producer sends (default 30; quick 3)")
+    p.add_argument("--rate", type=int, help="events per second (default 2000; quick 1000)")
+    p.add_argument("--seed", type=int, help="seed of the fault plan (default: a new one, printed)")
+    p.add_argument("--out", help="folder for the result files (default benchmarks/results/)")
+    p.add_argument("--keep-data", action="store_true", help="keep the temporary data folder for inspection")
+    args = p.parse_args(argv)
+    if (args.minutes is not None and args.minutes <= 0) or (args.rate is not None and args.rate <= 0):
+        raise TidewaterError("soak: --minutes and --rate must be positive")
+    stop_stack_on_term("soak")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    settings = settings_for(args.quick, args.minutes, args.rate)
+    print(f"soak: seed {seed}, {settings.rate} events/s for {settings.seconds} s (reproduce the fault plan with "
+          f"--seed {seed})", flush=True)
+    run = run_soak(settings, seed, Path(args.out) if args.out else RESULTS, keep_data=args.keep_data)
+    print(f"results: {run['files']['markdown']}")
+    if not run["ok"]:
+        print(f"tidewater: soak {run['reason']}", file=sys.stderr)
+        return 1
+    print("soak: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

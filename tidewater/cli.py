@@ -22,8 +22,6 @@ COMMAND_MODULES = (
     "tidewater.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
     "tidewater.commands.quality",    # check
     "tidewater.commands.maintenance",  # maintenance
-    "tidewater.commands.bench",      # bench
-    "tidewater.commands.soak",       # soak
 )
 
 

@@ -1,4 +1,4 @@
-"""``tidewater soak --quick``: 3 minutes at 1,000 events/s on its own 3-broker stack with
+"""``python -m benchmarks.soak --quick``: 3 minutes at 1,000 events/s on its own 3-broker stack with
 Airflow, the speed job, one broker, the Airflow scheduler and the Thrift server each killed (-9) once.
 
 The command must exit 0, and its result JSON must show that the checks really ran and passed on real
@@ -25,8 +25,9 @@ SEED = 14
 @pytest.fixture(scope="module")
 def soak_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     out_dir = tmp_path_factory.mktemp("soak")
-    argv = [sys.executable, "-m", "tidewater.cli", "soak", "--quick", "--seed", str(SEED), "--out", str(out_dir)]
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+    argv = [sys.executable, "-m", "benchmarks.soak", "--quick", "--seed", str(SEED), "--out", str(out_dir)]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=Path(__file__).resolve().parents[2]) as child:  # benchmarks/ beside the packages
         try:
             stdout, stderr = child.communicate(timeout=1500)
         except subprocess.TimeoutExpired:

@@ -1,4 +1,4 @@
-"""``tidewater bench`` and ``tidewater soak`` stop their isolated stack when they get SIGTERM: the signal
+"""``python -m benchmarks.bench`` and ``python -m benchmarks.soak`` stop their isolated stack when they get SIGTERM: the signal
 ends them as Ctrl-C does, so the ``finally`` blocks that stop brokers and jobs run."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys, time
 from pathlib import Path
-from tidewater.commands.bench import stop_stack_on_term
+from benchmarks.stack import stop_stack_on_term
 stop_stack_on_term("bench")
 marker = Path(sys.argv[1])
 try:

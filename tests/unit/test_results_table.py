@@ -55,7 +55,7 @@ def test_the_table_goes_between_the_markers_and_nothing_else_changes() -> None:
 
 
 def test_the_readme_holds_the_table_of_the_committed_results() -> None:
-    """Refresh it with ``python -m benchmarks.results_table --write`` (``tidewater bench`` does it itself)."""
+    """Refresh it with ``python -m benchmarks.results_table --write`` (``python -m benchmarks.bench`` does it itself)."""
     text = README.read_text()
     assert text[text.index(START) + len(START):text.index(END)].strip() == table(load()).strip()
 
