@@ -1,7 +1,7 @@
 """Batch layer: exact windows from bronze, computed into staging, then published atomically.
 
 ``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id (full runs: over
-the whole history, ranking only the copies of repeated ids, ``batch_dedup``; incremental runs: only
+the whole history, ranking only the copies of repeated ids, ``batch.dedup``; incremental runs: only
 the events the touched windows need, each against its own id's copies) and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
 event time in the snapshot minus the pipeline's allowed lateness; only windows ending at or
 before it are kept. Full mode stages every window; incremental mode (default, once a run has been
@@ -9,9 +9,9 @@ published) stages only windows touched by bronze rows added since the last publi
 version (Change Data Feed) or newly completed (see ``transforms.incremental``). The rows go to
 ``batch.<p>__staging`` (``op``: ``contracts.STAGED_OPS``) and the run is recorded in ``ops.batch_runs``.
 
-Publish (``batch_publish``): the staged rows into ``batch.<p>`` and the serving side, one transaction
+Publish (``batch.publish``): the staged rows into ``batch.<p>`` and the serving side, one transaction
 per table, so an interrupted run leaves the previous results intact; then the run's status and the
-serving view. The reconciliation ledger comes after publish (``reconcile_job``). The CLI
+serving view. The reconciliation ledger comes after publish (``batch.reconcile``). The CLI
 (``tidewater batch``) is the one entry point; ``recompute`` is stage + gate + publish as one unit.
 """
 
@@ -73,7 +73,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
            audit: Audit | None = None) -> tuple[dict[str, Any], list[dict[str, Any]] | None, GateAlongside | None]:
     """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it),
     the pipeline's runs as read under the batch lock (None: not read, a full run needs none), and, for an
-    incremental run given ``audit``, the gate run on its rows while they were written (``batch_gate``)."""
+    incremental run given ``audit``, the gate run on its rows while they were written (``batch.gate``)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.batch.dedup import first_copies
@@ -168,7 +168,7 @@ def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str,
     (an ImportError) nothing can be audited, so nothing is published. ``rows``: the staged upserts,
     when known; ``docs_later``: the Data Docs pages are still being written when it returns
     (``runner.validate_table``); ``frame``: the rows being written to ``table``, audited instead of a
-    read of it (``batch_gate``). Returns the gate's outcome."""
+    read of it (``batch.gate``). Returns the gate's outcome."""
     from expectations import runner
 
     result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows, docs_later=docs_later,
@@ -191,7 +191,7 @@ def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = Fal
 def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False,
               steps: Steps | None = None) -> dict[str, Any]:
     """Stage + validate + publish (refused in kappa mode). An incremental run's gate audits its rows
-    while they are written (``batch_gate``). The ``staged`` run record is written while the quality gate
+    while they are written (``batch.gate``). The ``staged`` run record is written while the quality gate
     runs or is awaited and the publish prepares (independent Spark jobs, side by side), and is in
     ``ops.batch_runs`` before anything is published; the gate's Data Docs pages are written while the publish runs.
     The gate's verdict is recorded with the run as ``tidewater check --kind staging`` records it: on its

@@ -97,7 +97,7 @@ def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str)
 
 def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str,
              just_staged: dict[str, Any] | None = None, recorded: Callable[[], object] | None = None) -> dict[str, Any]:
-    """MERGE, run status, serving view (the reconciliation ledger follows: ``reconcile_job``), for a run
+    """MERGE, run status, serving view (the reconciliation ledger follows: ``batch.reconcile``), for a run
     with a passing gate verdict on the rows it staged (``batch_runs.require_passing_verdict``).
     ``just_staged``: the run this caller staged and gated under the batch lock it still holds, so it is the
     latest staged run and not published (``ops.batch_runs`` need not be read to know it). ``recorded``:

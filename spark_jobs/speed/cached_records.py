@@ -21,7 +21,7 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
     """A micro-batch's records as the sink caches them: without the watermark column, with the raw
     text only where quarantine needs it (a smaller cache for every later step), and ``ingest_time`` =
     ``batch_time`` (the micro-batch's time in its offset-log entry: the same in a re-run), as a column
-    that Spark's generated code does not compile in (``io.batch_values``)."""
+    that Spark's generated code does not compile in (``speed.micro_batch_values``)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.speed import micro_batch_values as batch_values
@@ -54,7 +54,7 @@ def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> A
 
 
 def behind(spark: Any, wm: datetime | None) -> Any:
-    """True for an event behind the watermark ``wm`` (a value outside the generated code: ``io.batch_values``)."""
+    """True for an event behind the watermark ``wm`` (a value outside the generated code: ``speed.micro_batch_values``)."""
     from pyspark.sql import functions as F
 
     from spark_jobs.speed import micro_batch_values as batch_values

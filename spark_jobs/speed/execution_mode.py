@@ -10,7 +10,7 @@ and the JVM's JIT compiler threads busy at 0.6 of a core, compiling and deoptimi
 micro-batch uses. For a few thousand records that work costs far more than it saves; interpreted
 evaluation needs no compilation, and the JVM's classes stop changing, so its JIT settles.
 
-The speed job's own per-batch values are kept out of the generated code (``io.batch_values``), so big
+The speed job's own per-batch values are kept out of the generated code (``speed.micro_batch_values``), so big
 micro-batches do not compile new classes either. With that, level micro-batches on generated code
 (``spark.interpreted_max_records: 0``) took the same time per micro-batch at 1,000 events/s as
 interpreted ones, with fewer compilations at 10,000 events/s afterwards; one run each, too few to change

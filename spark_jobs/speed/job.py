@@ -168,7 +168,7 @@ def run(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str], start
 
 def finish_background_writes() -> None:
     """Wait for the last micro-batch's ``ops.stream_progress`` append (one that fails stays pending
-    and is written at the next start: ``io.stream_progress_rows``) and for a partials compaction
+    and is written at the next start: ``speed.stream_progress_rows``) and for a partials compaction
     under way (one that fails leaves its rows to the next compaction)."""
     from spark_jobs.speed.partials_table import drain_compactions
     from spark_jobs.speed.stream_progress_rows import drain

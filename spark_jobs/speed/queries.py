@@ -1,6 +1,6 @@
 """The speed job's streaming queries, built from a pipeline definition (``spark_jobs.speed.job`` runs them).
 
-Tumbling and sliding windows: ONE stateless ``stream`` query (``io.stream_batch``). Session windows:
+Tumbling and sliding windows: ONE stateless ``stream`` query (``speed.stream_batch``). Session windows:
 an ``ingest`` query and a stateful ``speed`` query (Spark's ``session_window``). A new checkpoint is a
 new lineage; what it does with tables that already hold rows is decided in ``io.lineage``.
 """
@@ -71,7 +71,7 @@ STREAM = "stream"
 
 
 def stateless(p: Pipeline) -> bool:
-    """Tumbling and sliding windows run as ONE stateless query (``io.stream_batch``): Kafka read and
+    """Tumbling and sliding windows run as ONE stateless query (``speed.stream_batch``): Kafka read and
     parsed once, per-window partials merged into the speed table. Session windows merge across
     micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
     return p.window.type != "session"

@@ -1,14 +1,14 @@
-"""The ``speed`` role of a ``stream`` micro-batch (``io.stream_batch``): on-time first copies, as
+"""The ``speed`` role of a ``stream`` micro-batch (``speed.stream_batch``): on-time first copies, as
 per-window partials, APPENDED to the partials table behind the ``speed.<p>`` view (``lakehouse.speed_fold``).
 
 The valid events are shuffled once by event id (``RecentArrivals.keyed``); events behind the watermark
 are left out (bronze keeps them; the caller counts them); the first copy of every event id
 (``partials.earliest_copies`` within the micro-batch, then ``partials.first_copies`` against the valid
-events within the dedup horizon, kept in memory by ``io.recent_arrivals`` instead of scanned from
+events within the dedup horizon, kept in memory by ``speed.recent_arrivals`` instead of scanned from
 bronze; the keyed micro-batch then joins that history) is aggregated into per-window partials and
 appended with the watermark after the batch: no MERGE, no UPDATE, so the cost follows the
 micro-batch, not the history. After each block of ``speed_fold.COMPACT_EVERY`` micro-batches, the
-block's partials are compacted beside the next block (``io.partials_table.compact``).
+block's partials are compacted beside the next block (``speed.partials_table.compact``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
   newer ``batch_id`` wins), then ``is_final`` for windows the watermark has passed.
 
 Each deletes its tables' expired Delta log files every ``log_cleanup.CLEAN_EVERY`` micro-batches, as the
-stateless stream does (``io.log_cleanup``).
+stateless stream does (``speed.log_cleanup``).
 """
 
 from __future__ import annotations

@@ -6,17 +6,17 @@ one job over the cached records answers every count; then two threads write side
 
 1. ingest (a thread of its own): unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``;
 2. speed (the calling thread, so that fresh windows are visible as early as possible): on-time first
-   copies, as per-window partials, appended to the partials table (``io.speed_role``); events behind
+   copies, as per-window partials, appended to the partials table (``speed.role``); events behind
    the watermark are counted and left out (bronze keeps them);
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
-   committed while the next micro-batch runs (``io.stream_progress_rows``); after each block of
+   committed while the next micro-batch runs (``speed.stream_progress_rows``); after each block of
    ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
    block (``SpeedRole.compact``); every 100 micro-batches, the tables' expired Delta log files are
-   deleted beside the next ones (``io.log_cleanup``), so that no commit lists a folder that only grows.
+   deleted beside the next ones (``speed.log_cleanup``), so that no commit lists a folder that only grows.
 
 A micro-batch of at most ``spark.interpreted_max_records`` Kafka records (a level stream)
 runs interpreted: its per-batch literals would otherwise make Spark generate and compile new classes
-each time (``io.execution_mode``).
+each time (``speed.execution_mode``).
 
 Every Delta write is a plain append tagged with the lineage (the checkpoint's query id) and the
 micro-batch id; the query's first micro-batch, the only one Spark may be re-running after a crash,
@@ -70,7 +70,7 @@ class StreamBatch:
 
     def compiled_since(self) -> int:
         """Classes Spark compiled from generated code since the previous micro-batch's line (0 once the
-        micro-batch's plans are cached: ``io.batch_values``)."""
+        micro-batch's plans are cached: ``speed.micro_batch_values``)."""
         from spark_jobs.speed.micro_batch_values import compilations
 
         now = compilations(self.spark)
@@ -159,7 +159,7 @@ class StreamBatch:
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
         """This micro-batch's ``ops.stream_progress`` rows, exactly once like the data
-        (``io.stream_progress_rows``: appended while the next micro-batch runs)."""
+        (``speed.stream_progress_rows``: appended while the next micro-batch runs)."""
         from spark_jobs.io.progress_recorder import recovered_row
 
         if not rows or "ops" in (self.done or set()):

@@ -33,7 +33,7 @@ QUARANTINE_COLUMNS = (
 def with_kafka_metadata(df: DataFrame, ingest_time: Column | None = None) -> DataFrame:
     """Rename the Kafka source columns to the bronze/quarantine names and stamp ingest time
     (``ingest_time``; None: ``current_timestamp()``, which a streaming micro-batch's plan turns into a
-    literal of its own time, compiled into its generated code: see ``io.batch_values``)."""
+    literal of its own time, compiled into its generated code: see ``speed.micro_batch_values``)."""
     from pyspark.sql import functions as F
 
     return df.select(

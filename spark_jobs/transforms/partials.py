@@ -27,7 +27,7 @@ def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> Dat
     """``candidates`` without every event whose id has an EARLIER copy in ``history`` (pieces that
     together contain the candidates themselves and the earlier events within the dedup horizon).
     Earlier = reached Kafka first, then lower partition, then lower offset: the batch layer's rule.
-    One anti join per piece: a piece already hash-partitioned by event id (as ``io.recent_arrivals``
+    One anti join per piece: a piece already hash-partitioned by event id (as ``speed.recent_arrivals``
     keeps its chunks) joins without a shuffle of its rows."""
     from functools import reduce
 
@@ -45,7 +45,7 @@ def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> Dat
 
 def earliest_copies(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
     """Events -> the first copy of every event id among them, by the arrival rule of ``first_copies``.
-    On events hash-partitioned by event id and sorted by id and ``ARRIVAL`` (``io.recent_arrivals``
+    On events hash-partitioned by event id and sorted by id and ``ARRIVAL`` (``speed.recent_arrivals``
     keys a micro-batch so) the window needs neither a shuffle nor a sort."""
 
     def _earliest(df: DataFrame) -> DataFrame:

@@ -1,4 +1,4 @@
-"""A full batch run's dedup (``batch_dedup.first_copies``) keeps exactly the rows that ranking every
+"""A full batch run's dedup (``batch.dedup.first_copies``) keeps exactly the rows that ranking every
 copy (``dedup_history``) keeps: ids with one copy, repeated ids with equal or different payloads,
 ties on the Kafka timestamp, and the fallback that ranks every row."""
 

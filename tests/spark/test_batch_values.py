@@ -1,4 +1,4 @@
-"""A micro-batch's own values (``io.batch_values``) give the same rows as literals, and a second
+"""A micro-batch's own values (``speed.micro_batch_values``) give the same rows as literals, and a second
 micro-batch with other values compiles no new classes, where literals compile new ones each time."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A published window leaves a full run's result when its only event is displaced by a copy of the
 same id that reached Kafka earlier but bronze later, or (sessions) when a late event merges it into
-a session still open at the cutoff. The incremental rows (``batch_increment.incremental_rows``, the
+a session still open at the cutoff. The incremental rows (``batch.increment.incremental_rows``, the
 code a run stages) applied to the published windows must give what a full run gives.
 """
 

@@ -83,7 +83,7 @@ def _op_file(path: str, n: int, low: str | None, high: str | None, dv: str | Non
 
 
 def test_column_bounds_over_live_files_and_none_when_a_file_cannot_tell(tmp_path: Path) -> None:
-    """What ``batch_publish.staged_ops`` reads: a file without statistics of the column (or none at all)
+    """What ``batch.publish.staged_ops`` reads: a file without statistics of the column (or none at all)
     makes the answer unknown, not narrower; an empty file does not count."""
     from spark_jobs.io.ops_reader import column_bounds
 

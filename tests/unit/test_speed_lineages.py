@@ -25,7 +25,7 @@ def planned(checkpoint: Path) -> None:
 
 
 def run(cfg: TidewaterConfig, query: str, version: int) -> tuple[str, str | None]:
-    """Start a lineage as ``speed_queries.start_stream`` does: (its checkpoint, what it takes over)."""
+    """Start a lineage as ``speed.queries.start_stream`` does: (its checkpoint, what it takes over)."""
     p = load_pipeline("sensor_readings", cfg.pipelines)
     checkpoint, previous = choose(cfg, p, query, version)
     start_writing(cfg, p, version, checkpoint)

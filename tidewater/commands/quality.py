@@ -3,7 +3,7 @@
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
 path. ``--kind staging`` audits the rows the latest staged batch run wrote and records the verdict with
-that run, which a publish requires (``batch_gate.check_staged``). The last stdout line is a JSON summary
+that run, which a publish requires (``batch.gate.check_staged``). The last stdout line is a JSON summary
 (``failed`` kinds, ``failures`` per kind, ``verdict``: the staged run's recorded verdict). Exit 1 if a critical
 expectation failed (a quarantine rate above the pipeline's ``quality.max_quarantine_rate`` among them).
 """
