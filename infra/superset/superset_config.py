@@ -6,8 +6,14 @@ under ``$SUPERSET_HOME``; ``SECRET_KEY`` is read from the 0600 secrets file, nev
 
 import json
 import os
+import sys
+from pathlib import Path
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: infra.services.thrift_tls
 
 _HOME = os.environ["SUPERSET_HOME"]
+# the Thrift server's certificate when it speaks TLS (thrift.tls; set by infra/services/superset.py)
+_THRIFT_CA = os.environ.get("TIDEWATER_THRIFT_TLS_CA")
 with open(os.environ["TIDEWATER_SUPERSET_SECRETS"], encoding="utf-8") as _fh:
     SECRET_KEY = json.load(_fh)["secret_key"]
 
@@ -23,3 +29,19 @@ FEATURE_FLAGS = {"THUMBNAILS": False, "ALERT_REPORTS": False}
 WTF_CSRF_ENABLED = True
 # anonymous visitors get no permissions: the Public role is left empty (every API answers them 401)
 PUBLIC_ROLE_LIKE = None
+
+
+if _THRIFT_CA:
+    def DB_CONNECTION_MUTATOR(uri, params, username, security_manager, source):  # noqa: N802 - Superset's name
+        """pyhive's ``hive://`` URL has no TLS option: each connection gets a TLS transport instead."""
+        if uri.drivername != "hive":
+            return uri, params
+        from pyhive import hive
+
+        from infra.services.thrift_tls import tls_transport
+
+        def connect():
+            sasl = tls_transport(uri.host, uri.port, str(_THRIFT_CA), uri.username, uri.password)
+            return hive.connect(thrift_transport=sasl, username=uri.username)
+
+        return uri, {**params, "creator": connect}
