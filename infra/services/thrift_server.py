@@ -226,6 +226,7 @@ def status(cfg: TidewaterConfig) -> dict[str, object]:
     proc = _process(cfg)
     return {"service": "thrift", "pid": proc.pid(), "address": jdbc_url(cfg), "healthy": healthy(cfg),
             "auth": f"{thrift_access.AUTH}: users {', '.join(thrift_access.BI_USERS)}; {thrift_access.where(cfg)}",
+            "transport": f"TLS (certificate {thrift_tls.certificate(cfg)})" if cfg.thrift.tls else "plain TCP, loopback only",
             "serving_cache": cache_summary(cfg), "log": str(proc.log_file)}
 
 
