@@ -4,8 +4,8 @@
 # * Phase 1, two lanes at once (each its own pytest process and isolated stacks):
 #   - lane A: the e2e package (its waits on Airflow leave a core idle), Kappa replay, the speed layer, the
 #     operation sequence;
-#   - lane B: the light integration modules (one broker, one driver), the one-stack modules (JDBC,
-#     incremental batch, random streams, Kafka cluster faults, the kill -9 test), then `tests/spark` (one local[1] JVM) and
+#   - lane B: the light integration modules (one broker, one driver), the one-stack modules (JDBC, BI security,
+#     the listener review, incremental batch, random streams, Kafka cluster faults, the kill -9 test), then `tests/spark` (one local[1] JVM) and
 #     `tests/unit`. A later module's Delta session once started on tests/spark's plain JVM (no Delta
 #     jars; JDBC after it failed 8 of its 9 tests): its conftest ends that JVM (tests/spark is
 #     a package, so its package-scoped session ends with it), and it runs last anyway.

@@ -4,6 +4,8 @@ Paths and secrets come from the environment the service module sets: the metadat
 under ``$SUPERSET_HOME``; ``SECRET_KEY`` is read from the 0600 secrets file, never from the repo.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -16,6 +18,10 @@ _HOME = os.environ["SUPERSET_HOME"]
 _THRIFT_CA = os.environ.get("TIDEWATER_THRIFT_TLS_CA")
 with open(os.environ["TIDEWATER_SUPERSET_SECRETS"], encoding="utf-8") as _fh:
     SECRET_KEY = json.load(_fh)["secret_key"]
+# Superset's other signing secrets default to published strings. Their features are off (no embedded
+# dashboards, no async queries); derived from SECRET_KEY, they stay secret if a feature is turned on later
+GUEST_TOKEN_JWT_SECRET = hmac.new(SECRET_KEY.encode(), b"guest-token", hashlib.sha256).hexdigest()
+GLOBAL_ASYNC_QUERIES_JWT_SECRET = hmac.new(SECRET_KEY.encode(), b"async-queries", hashlib.sha256).hexdigest()
 
 SQLALCHEMY_DATABASE_URI = f"sqlite:///{os.path.join(_HOME, 'superset.db')}?check_same_thread=false"
 DATA_DIR = _HOME

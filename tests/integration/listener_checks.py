@@ -52,6 +52,23 @@ def assert_loopback_only(name: str, port: int) -> None:
             continue
 
 
+def listening_sockets(groups: set[int]) -> list[tuple[str, str]]:
+    """(command, "ip:port") of every TCP socket that listens in a process of one of the process ``groups``."""
+    import os
+
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) in groups:
+                found += [(" ".join(proc.cmdline())[:100], f"{c.laddr.ip}:{c.laddr.port}")
+                          for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
+        except (psutil.Error, ProcessLookupError):
+            continue
+    return found
+
+
 def command_lines_holding(secret: str) -> list[str]:
     """The command lines (of every process on the host) that contain ``secret``."""
     found = []

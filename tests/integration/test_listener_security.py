@@ -24,11 +24,13 @@ import pytest
 
 from tests.conftest import isolated_env
 from tests.integration.listener_checks import (
+    LOOPBACK,
     REPO,
     assert_loopback_only,
     command_lines_holding,
     http,
     jwt_signed_with,
+    listening_sockets,
     readme_block,
     superset_default_secret_key,
 )
@@ -83,6 +85,19 @@ def test_every_listener_binds_loopback_only(listeners: TidewaterConfig) -> None:
     kafka = dict(line.split("=", 1) for line in server_properties(cfg).splitlines() if "=" in line)
     assert kafka["listeners"] == f"PLAINTEXT://127.0.0.1:{cfg.kafka.port},CONTROLLER://127.0.0.1:{cfg.kafka.controller_port}"
     assert kafka["advertised.listeners"] == f"PLAINTEXT://127.0.0.1:{cfg.kafka.port}"
+
+
+def test_no_process_of_the_stack_listens_outside_loopback(listeners: TidewaterConfig) -> None:
+    """Every managed process (its PID file) and whatever it started (its process group), the Spark UIs,
+    block managers and Py4J gateways of the job service and the Thrift server included: no TCP listener
+    outside loopback, and at least one per service."""
+    from lakehouse import naming
+
+    groups = {int(f.read_text().split()[0]) for f in naming.run_dir(listeners).glob("*.pid") if f.read_text().strip()}
+    sockets = listening_sockets(groups)
+    outside = [(command, address) for command, address in sockets if address.rpartition(":")[0] not in LOOPBACK]
+    assert len(groups) >= 10 and len(sockets) >= len(groups), (groups, sockets)
+    assert not outside, outside
 
 
 def test_kafka_answers_on_loopback(listeners: TidewaterConfig) -> None:
