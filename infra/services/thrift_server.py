@@ -186,7 +186,11 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
 def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     proc = _process(cfg)
     if proc.running():
-        return proc.pid() or 0
+        if not thrift_tls.changed(cfg):
+            return proc.pid() or 0
+        print(f"thrift: restarting pid {proc.pid()}: thrift.tls is now {str(cfg.thrift.tls).lower()}", file=sys.stderr,
+              flush=True)
+        stop(cfg)
     if cfg.thrift.host not in ("127.0.0.1", "localhost", "::1"):
         raise ServiceError(f"thrift: thrift.host is {cfg.thrift.host!r}; the server binds to loopback only: "
                            "set thrift.host to 127.0.0.1")
@@ -203,8 +207,10 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     cache_state_file(cfg).unlink(missing_ok=True)  # a previous server's: never read as this one's
     _write_properties(properties_file(cfg), secret)
     thrift_access.write_credentials(cfg)
-    return start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
-                         interval=1, env=env, cwd=cfg.data_dir)
+    pid = start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
+                        interval=1, env=env, cwd=cfg.data_dir)
+    thrift_tls.record(cfg)
+    return pid
 
 
 def stop(cfg: TidewaterConfig) -> bool:

@@ -101,6 +101,25 @@ def server_settings(cfg: TidewaterConfig) -> dict[str, str]:
             "hive.server2.keystore.password": password_file(cfg).read_text().strip()}
 
 
+def _started_with(cfg: TidewaterConfig) -> Path:
+    return naming.run_dir(cfg) / "thrift_server.tls"
+
+
+def record(cfg: TidewaterConfig) -> None:
+    """Note the transport a server was started with (``changed`` compares the configuration with it)."""
+    _started_with(cfg).write_text("true\n" if cfg.thrift.tls else "false\n")
+
+
+def changed(cfg: TidewaterConfig) -> bool:
+    """The running server speaks the other transport than ``thrift.tls`` asks for (a server started
+    without a note had no TLS)."""
+    try:
+        running = _started_with(cfg).read_text().strip() == "true"
+    except FileNotFoundError:
+        running = False
+    return running != cfg.thrift.tls
+
+
 def jdbc_options(cfg: TidewaterConfig) -> str:
     """The Hive JDBC URL's TLS part: ``;ssl=true;sslTrustStore=<truststore>`` (no password: it holds none)."""
     return f";ssl=true;sslTrustStore={truststore(cfg)}" if cfg.thrift.tls else ""

@@ -276,3 +276,21 @@ def test_the_documented_tls_python_example(listeners: TidewaterConfig, tw_env: d
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, (out.stdout[-1500:], out.stderr[-3000:])
     assert out.stdout.split() == ["[(42,)]", "42"], out.stdout
+
+
+def test_up_restarts_the_server_when_tls_is_turned_off(listeners: TidewaterConfig) -> None:
+    """Last: ``thrift.tls: false`` on the running TLS server (``up`` calls ``thrift_server.start``) restarts
+    it with plain TCP, and the same pyhive client logs in without TLS."""
+    import dataclasses
+
+    from infra.services import thrift_access, thrift_server
+
+    plain = dataclasses.replace(listeners, thrift=dataclasses.replace(listeners.thrift, tls=False))
+    before = thrift_server._process(listeners).pid()
+    after = thrift_server.start(plain)
+    assert after and after != before
+    assert ";ssl=" not in thrift_server.jdbc_url(plain)
+    with closing(thrift_access.connect(plain)) as conn, closing(conn.cursor()) as cur:
+        cur.execute("SELECT 41 + 1")
+        assert cur.fetchall() == [(42,)]
+    assert thrift_server.start(plain) == after, "an unchanged transport is no reason to restart"

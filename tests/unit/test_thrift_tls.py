@@ -59,3 +59,16 @@ def test_the_keystore_password_stays_off_the_command_line(tmp_path: Path) -> Non
     assert "--conf" in argv and "spark.hadoop.hive.server2.use.SSL=true" in argv
     plain_argv, plain_secret = thrift_server.command(_cfg(tmp_path, ""))
     assert not any("use.SSL" in arg for arg in plain_argv) and not any("keystore" in key for key in plain_secret)
+
+
+def test_a_server_started_with_the_other_transport_is_named_changed(tmp_path: Path) -> None:
+    from infra.services import thrift_tls
+    from lakehouse import naming
+
+    plain, tls = _cfg(tmp_path, ""), _cfg(tmp_path, "thrift: {tls: true}\n")
+    naming.run_dir(plain).mkdir(parents=True)
+    assert not thrift_tls.changed(plain) and thrift_tls.changed(tls)  # no note: started without TLS
+    thrift_tls.record(tls)
+    assert thrift_tls.changed(plain) and not thrift_tls.changed(tls)
+    thrift_tls.record(plain)
+    assert not thrift_tls.changed(plain) and thrift_tls.changed(tls)
