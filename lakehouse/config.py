@@ -42,6 +42,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_POSTGRES_PORT": "postgres.port",
     "TIDEWATER_THRIFT_PORT": "thrift.port",
     "TIDEWATER_THRIFT_MAX_STALENESS_SECONDS": "thrift.max_staleness_seconds",
+    "TIDEWATER_THRIFT_TLS": "thrift.tls",
     "TIDEWATER_AIRFLOW_PORT": "airflow.port",
     "TIDEWATER_AIRFLOW_ACTIVE_DAGS": "airflow.active_dags",
     "TIDEWATER_BI_ENABLED": "bi.enabled",

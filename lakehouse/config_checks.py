@@ -107,7 +107,7 @@ def _validate_hosts(cfg: TidewaterConfig) -> None:
         "kafka.host": "" if servers else f"{loopback}: Tidewater's own brokers listen on it; for an external "
                                          "cluster set kafka.bootstrap_servers",
         "metastore.host": f"{loopback}: Tidewater starts the Derby metastore itself, without authentication",
-        "thrift.host": f"{loopback}: the Thrift server has no authentication",
+        "thrift.host": f"{loopback}: the Thrift server is for BI tools on this machine",
         "airflow.host": f"{loopback}: Tidewater starts Airflow's API server itself",
         "postgres.host": "" if not cfg.postgres.managed else f"{loopback} while postgres.managed is true; set "
                                                              "postgres.managed: false for an existing server",

@@ -22,10 +22,12 @@ class ThriftConfig:
     processes' commits a JDBC answer may be, in exchange for speed. ``serving.<p>`` is answered from
     the server's memory, rebuilt at most this often while its tables change (so it lags by up to this
     plus one rebuild; a publish or replay switch at once: ``spark_jobs.serving.cache``). Other tables
-    are always read at their newest commit. 0: ``serving.<p>`` too (no in-memory copy)."""
+    are always read at their newest commit. 0: ``serving.<p>`` too (no in-memory copy). ``tls``: the
+    transport is TLS with a generated self-signed certificate (``infra.services.thrift_tls``)."""
     host: str = "127.0.0.1"
     port: int = 10000
     max_staleness_seconds: int = 5
+    tls: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+from infra.services import thrift_tls
 from infra.services.process import ManagedProcess, port_open, wait_until
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -50,8 +51,9 @@ def dashboard_url(cfg: TidewaterConfig) -> str:
 
 
 def sqlalchemy_uri(cfg: TidewaterConfig) -> str:
-    """pyhive's ``hive://`` dialect; query parameters become ``hive.connect`` arguments."""
-    return f"hive://superset@{cfg.thrift.host}:{cfg.thrift.port}/default?auth=NOSASL"
+    """pyhive's ``hive://`` dialect, without a user: provisioning logs it in as ``analyst``
+    (``thrift_access.logged_in``); with ``thrift.tls``, Superset's config adds the TLS transport."""
+    return f"hive://{cfg.thrift.host}:{cfg.thrift.port}/default"
 
 
 def _bin(name: str) -> str:
@@ -84,7 +86,8 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
     return {"SUPERSET_HOME": str(home(cfg)), "SUPERSET_CONFIG_PATH": str(ASSETS / "superset_config.py"),
             "TIDEWATER_SUPERSET_SECRETS": str(secrets_file(cfg)), "FLASK_APP": "superset",
             "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", "PYTHONPATH": "",
-            "TIDEWATER_SUPERSET_URI": sqlalchemy_uri(cfg), "TIDEWATER_SUPERSET_USER": USER}
+            "TIDEWATER_SUPERSET_URI": sqlalchemy_uri(cfg), "TIDEWATER_SUPERSET_USER": USER,
+            **({"TIDEWATER_THRIFT_TLS_CA": str(thrift_tls.certificate(cfg))} if cfg.thrift.tls else {})}
 
 
 def _process(cfg: TidewaterConfig) -> ManagedProcess:

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from infra.secret_files import kept_password, pbkdf2_entry
+from infra.services import thrift_tls
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -80,7 +81,8 @@ def write_credentials(cfg: TidewaterConfig) -> Path:
 
 
 def sqlalchemy_url(cfg: TidewaterConfig, user: str = READ_ONLY_USER) -> str:
-    """pyhive's ``hive://`` URL with ``user``'s password (for a program's memory, never a command line)."""
+    """pyhive's ``hive://`` URL with ``user``'s password (for a program's memory, never a command line).
+    Without TLS only: pyhive's URL has no TLS option (``thrift.tls``: ``create_engine("hive://", creator=…)``)."""
     return logged_in(f"hive://{cfg.thrift.host}:{cfg.thrift.port}/default", naming.secrets_dir(cfg), user)
 
 
@@ -94,12 +96,15 @@ def logged_in(url: str, secrets: Path, user: str = READ_ONLY_USER) -> str:
 
 
 def connect(cfg: TidewaterConfig, user: str = READ_ONLY_USER, **kwargs: Any) -> Any:  # pyhive is untyped
-    """A pyhive connection as ``user``; a refused login says where the passwords are."""
+    """A pyhive connection as ``user`` (over TLS with ``thrift.tls``); a refused login says where the passwords are."""
     # imported here, not at the top: every CLI command imports this module (tidewater beeline), few connect
     from pyhive import hive
     from thrift.transport.TTransport import TTransportException
 
     try:
+        if cfg.thrift.tls:
+            return hive.connect(thrift_transport=thrift_tls.transport(cfg, user, password(cfg, user)), username=user,
+                                **kwargs)
         return hive.connect(host=cfg.thrift.host, port=cfg.thrift.port, username=user, password=password(cfg, user),
                             auth=AUTH, **kwargs)
     except TTransportException as exc:

@@ -30,8 +30,8 @@ Security (``infra.services.thrift_access``; tests/integration/test_bi_security.p
   ``spark.sql.variable.substitute=false`` (``${...}`` would read the server's settings, the metastore
   password among them). ``spark.sql.runSQLOnFiles`` stays on: the serving views read their Delta tables
   as ``delta.`<path>```; the access control refuses file paths in a client's statements instead;
-* the listener binds to loopback only (``hive.server2.thrift.bind.host``): passwords cross the socket
-  in clear text (SASL PLAIN, no TLS).
+* the listener binds to loopback only (``hive.server2.thrift.bind.host``); passwords cross the socket in
+  SASL PLAIN, in clear text unless ``thrift.tls`` puts the transport in TLS (``infra.services.thrift_tls``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Any
 from infra import local_fs
 from infra.jvm import require_java
 from infra.jvm_scratch import THRIFT_OWNER, scratch_folder, scratch_settings
-from infra.services import thrift_access
+from infra.services import thrift_access, thrift_tls
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -86,8 +86,9 @@ def spark_submit() -> Path:
 
 
 def jdbc_url(cfg: TidewaterConfig) -> str:
-    """The Hive JDBC URL; the user and password are given apart (beeline ``-n``, ``-w <password file>``)."""
-    return f"jdbc:hive2://{cfg.thrift.host}:{cfg.thrift.port}/default"
+    """The Hive JDBC URL (with ``thrift.tls``: ``;ssl=true;sslTrustStore=…``); the user and password are
+    given apart (beeline ``-n``, ``-w <password file>``)."""
+    return f"jdbc:hive2://{cfg.thrift.host}:{cfg.thrift.port}/default{thrift_tls.jdbc_options(cfg)}"
 
 
 def driver_class_path(conf: dict[str, str]) -> str:
@@ -162,15 +163,16 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     if str(build_tidewater_jar()) not in class_path.split(os.pathsep):  # there already with infra.local_fs
         class_path = os.pathsep.join([class_path, str(build_tidewater_jar())])
     conf.pop("spark.driver.extraClassPath", None)
+    server = {"hive.server2.thrift.bind.host": cfg.thrift.host, "hive.server2.thrift.port": str(cfg.thrift.port),
+              "hive.server2.authentication": thrift_access.AUTH, "hive.server2.transport.mode": "binary",
+              "hive.server2.enable.doAs": "true", "hive.server2.allow.user.substitution": "false",
+              **thrift_tls.server_settings(cfg)}
+    conf.update({f"spark.hadoop.{key}": value for key, value in server.items()})  # HiveServer2 reads Hadoop's conf
+    conf[STALENESS_KEY] = "0"  # every query reads each table's newest commit (see the module's docstring)
     secret = {k: conf.pop(k) for k in list(conf) if "password" in k.lower()}
     argv = [str(spark_submit()), "--name", conf.pop("spark.app.name"),
             "--master", conf.pop("spark.master"), "--driver-memory", conf.pop("spark.driver.memory"),
             "--driver-class-path", class_path, "--properties-file", str(properties_file(cfg))]
-    server = {"hive.server2.thrift.bind.host": cfg.thrift.host, "hive.server2.thrift.port": str(cfg.thrift.port),
-              "hive.server2.authentication": thrift_access.AUTH, "hive.server2.transport.mode": "binary",
-              "hive.server2.enable.doAs": "true", "hive.server2.allow.user.substitution": "false"}
-    conf.update({f"spark.hadoop.{key}": value for key, value in server.items()})  # HiveServer2 reads Hadoop's conf
-    conf[STALENESS_KEY] = "0"  # every query reads each table's newest commit (see the module's docstring)
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     from lakehouse.pipeline import available_pipelines
@@ -184,10 +186,14 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
 def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     proc = _process(cfg)
     if proc.running():
-        return proc.pid() or 0
+        if not thrift_tls.changed(cfg):
+            return proc.pid() or 0
+        print(f"thrift: restarting pid {proc.pid()}: thrift.tls is now {str(cfg.thrift.tls).lower()}", file=sys.stderr,
+              flush=True)
+        stop(cfg)
     if cfg.thrift.host not in ("127.0.0.1", "localhost", "::1"):
-        raise ServiceError(f"thrift: thrift.host is {cfg.thrift.host!r}; passwords reach the server in clear text "
-                           "(no TLS), so it binds to loopback only: set thrift.host to 127.0.0.1")
+        raise ServiceError(f"thrift: thrift.host is {cfg.thrift.host!r}; the server binds to loopback only: "
+                           "set thrift.host to 127.0.0.1")
     overridden = [name for name in USER_OVERRIDES if os.environ.get(name)]
     if overridden:
         raise ServiceError(f"thrift: {overridden[0]} is set; the Thrift server would run every client's statements "
@@ -201,8 +207,10 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     cache_state_file(cfg).unlink(missing_ok=True)  # a previous server's: never read as this one's
     _write_properties(properties_file(cfg), secret)
     thrift_access.write_credentials(cfg)
-    return start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
-                         interval=1, env=env, cwd=cfg.data_dir)
+    pid = start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
+                        interval=1, env=env, cwd=cfg.data_dir)
+    thrift_tls.record(cfg)
+    return pid
 
 
 def stop(cfg: TidewaterConfig) -> bool:
@@ -224,6 +232,7 @@ def status(cfg: TidewaterConfig) -> dict[str, object]:
     proc = _process(cfg)
     return {"service": "thrift", "pid": proc.pid(), "address": jdbc_url(cfg), "healthy": healthy(cfg),
             "auth": f"{thrift_access.AUTH}: users {', '.join(thrift_access.BI_USERS)}; {thrift_access.where(cfg)}",
+            "transport": f"TLS (certificate {thrift_tls.certificate(cfg)})" if cfg.thrift.tls else "plain TCP, loopback only",
             "serving_cache": cache_summary(cfg), "log": str(proc.log_file)}
 
 

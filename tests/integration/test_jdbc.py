@@ -197,6 +197,22 @@ def test_readme_beeline_commands_from_a_plain_shell(cfg: TidewaterConfig, thrift
     _assert_no_class_errors(cfg)
 
 
+def test_readme_python_example_from_a_plain_shell(spark: SparkSession, cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
+    """The README's pyhive and SQLAlchemy example, run as written by the venv's Python without the venv on
+    PATH (the test stack's data folder and port put in): both answers equal Spark's own."""
+    contracts.ensure(spark, contracts.bronze(load_pipeline("sensor_readings")))
+    section = (REPO / "README.md").read_text().split("## BI access (JDBC)", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    code = code.replace(".tidewater/secrets/", f"{naming.secrets_dir(cfg)}/").replace("10000", str(cfg.thrift.port))
+    out = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", code], cwd=REPO, capture_output=True, text=True,
+                         env={"PATH": PLAIN_PATH, "HOME": str(Path.home()), "LANG": "C.UTF-8"}, timeout=180)
+    assert out.returncode == 0, (out.stdout[-1500:], re.findall(r"errorMessage='[^']{0,600}", out.stderr), out.stderr[-1500:])
+    corrected = spark.sql("SELECT count(*) FROM serving.sensor_readings WHERE finality = 'corrected'").collect()[0][0]
+    bronze = spark.sql("SELECT count(*) FROM bronze.sensor_readings").collect()[0][0]
+    rows_line, count_line = out.stdout.strip().splitlines()
+    assert rows_line.count("'corrected'") == min(corrected, 10) and count_line == str(bronze), out.stdout
+
+
 def test_sqlalchemy_hive_dialect(cfg: TidewaterConfig, thrift: TidewaterConfig) -> None:
     from sqlalchemy import create_engine, inspect, text
 

@@ -4,7 +4,8 @@ pyspark's wheel ships beeline (``pyspark/bin/beeline`` with the Hive JDBC driver
 but the copy pip puts in ``.venv/bin`` looks for ``SPARK_HOME`` by running ``python3`` from PATH,
 which fails outside an activated venv. This command sets ``SPARK_HOME`` to this venv's pyspark and
 execs its beeline, with defaults: ``-u`` is the configured Thrift server's URL
-(``jdbc:hive2://<thrift.host>:<thrift.port>/default``), ``-n`` the read-only BI user ``analyst``, and,
+(``jdbc:hive2://<thrift.host>:<thrift.port>/default``, with ``thrift.tls`` plus ``;ssl=true;sslTrustStore=<the
+generated truststore>``), ``-n`` the read-only BI user ``analyst``, and,
 unless ``-p`` or ``-w`` is given, ``-w <data_dir>/secrets/thrift_<user>.password``: beeline reads the
 password from that file, so it is never on a command line (``infra.services.thrift_access``). Every
 other argument goes to beeline unchanged, e.g. ``tidewater beeline -e 'SHOW TABLES IN serving'``,
