@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "tidewater.commands.maintenance",  # maintenance
     "tidewater.commands.bench",      # bench
     "tidewater.commands.soak",       # soak
+    "tidewater.commands.whatif",     # whatif
 )
 
 
