@@ -1,6 +1,7 @@
 """The chart of ``tidewater whatif``: per candidate delay, the share of events dropped (and of windows
 wrong) against the target, and how long after their end windows became final (p50, p95). A PNG,
-drawn with matplotlib's Agg backend (no display needed)."""
+drawn on a bare matplotlib ``Figure`` (the Agg canvas: no display, and no pyplot state shared between the
+job service's threads)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,18 @@ from spark_jobs.analysis.whatif_report import duration_text
 
 
 def write_chart(report: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    from matplotlib.figure import Figure
 
     rows = report["delays"]
     x = [r["delay_seconds"] for r in rows]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True, constrained_layout=True)
+    fig = Figure(figsize=(8, 6.5), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
     top.plot(x, [r["missed_share"] * 100 for r in rows], "o-", color="tab:red", label="events dropped (late or future-stamped)")
     top.plot(x, [r["wrong_share"] * 100 for r in rows], "s--", color="tab:orange", label="windows wrong")
     top.axhline(report["target"] * 100, color="grey", linestyle=":", label=f"target {report['target'] * 100:g}%")
     top.set_ylabel("% of events / windows")
-    top.set_yscale("symlog", linthresh=0.1)
+    top.set_yscale("symlog", linthresh=0.1)  # linear near 0, logarithmic above 0.1%
+    top.set_ylim(bottom=0)
     bottom.plot(x, [_minutes(r["finality_p50_seconds"]) for r in rows], "o-", color="tab:blue", label="p50")
     bottom.plot(x, [_minutes(r["finality_p95_seconds"]) for r in rows], "s--", color="tab:purple", label="p95")
     bottom.set_ylabel("window end -> final (minutes)")
@@ -40,7 +40,6 @@ def write_chart(report: dict[str, Any], path: Path) -> Path:
     top.set_title(f"tidewater whatif {report['pipeline']}: {report['events']:,} events, {report['window']} windows")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

@@ -194,3 +194,14 @@ def test_the_session_rule_is_sparks_own(spark: SparkSession, tmp_path: Path) -> 
     assert model == {("u1", 100, 550, 2), ("u1", 700, 1200, 2), ("u2", 1050, 1350, 1), ("u2", 1400, 1700, 1),
                      ("u3", 2400, 2700, 1)}
     assert set(emitted) == model
+
+
+def test_refusals_name_the_fix(spark: SparkSession) -> None:
+    from lakehouse.errors import NothingToDo, TidewaterError
+    from spark_jobs.analysis.whatif import analyse
+
+    p = load_pipeline("sensor_readings")
+    with pytest.raises(NothingToDo, match=r"bronze.sensor_readings does not exist yet; start the speed job"):
+        analyse(spark, p, [30], 0.001, "recorded", 1)
+    with pytest.raises(TidewaterError, match="use --batches recorded or set spark.trigger_seconds"):
+        analyse(spark, p, [30], 0.001, "trigger", 0)
