@@ -27,7 +27,9 @@ BATCH_MODELS = ("recorded", "trigger")
 
 def analyse(spark: Any, p: Pipeline, delays: list[int], target: float, batches_model: str,
             trigger_seconds: int) -> dict[str, Any]:
-    """The whatif report of ``p`` (JSON-ready): one row per delay in ``delays`` (seconds), the suggestion."""
+    """The whatif report of ``p`` (JSON-ready): one row per delay in ``delays`` (seconds), the suggestion.
+    ``trigger_seconds``: ``spark.trigger_seconds`` (the interval of ``--batches trigger``; for sessions, which
+    micro-batches followed each other without an idle trigger between them)."""
     from spark_jobs.transforms import watermark_whatif as ww
 
     if batches_model == "trigger" and trigger_seconds <= 0:
@@ -43,14 +45,14 @@ def analyse(spark: Any, p: Pipeline, delays: list[int], target: float, batches_m
               else events.transform(ww.trigger_batches(trigger_seconds))).persist()
     try:
         delay_rows = spark.createDataFrame([(d * 1000,) for d in delays], "delay_ms bigint")
-        rows = [_row(r.asDict()) for r in ww.summary(p, events, delay_rows).collect()]
+        rows = [_row(r.asDict()) for r in ww.summary(p, events, delay_rows, trigger_seconds).collect()]
     finally:
         events.unpersist()
     if not rows or rows[0]["events"] == 0:
         raise NothingToDo(f"whatif: {table} holds no events yet; produce some ('tidewater produce {p.name}') "
                           "and let the speed job ingest them")
     return {"pipeline": p.name, "window": p.window.type, "watermark_seconds": p.watermark_seconds,
-            "batches_model": batches_model, "trigger_seconds": trigger_seconds if batches_model == "trigger" else None,
+            "batches_model": batches_model, "trigger_seconds": trigger_seconds,
             "target": target, "events": rows[0]["events"], "delays": rows,
             "suggested_delay_seconds": suggested(rows, target), "notes": _notes(p, delays)}
 

@@ -18,7 +18,8 @@ job that keeps up). ``delays``: one column ``delay_ms``. What is modelled, per d
 * **Dropped**: tumbling and sliding (the stateless ``stream`` query, ``io.cached_records.behind``): event
   time < the micro-batch's watermark, and the event leaves all its windows. Sessions (Spark's stateful
   ``session_window``, measured on Spark 4.1.1, ``tests/spark/test_watermark_whatif.py``): event time <=
-  the watermark, i.e. its own one-event session starts at or before it.
+  the watermark of the micro-batch BEFORE it (a no-data micro-batch after an idle trigger included, see
+  ``watermarks``), even when the event's own session, extended by the gap, would end after it.
 * **Wrong window**: an exact window (all first copies) whose speed window of the same keys and bounds
   (over the counted events) is missing or has another count.
 * **Finality**: a window is final from the first micro-batch whose watermark after it reaches the
@@ -73,9 +74,13 @@ def _future_skew_exceeded(p: Pipeline) -> Column:
     return _ms("event_time") > _ms("kafka_timestamp") + allowed
 
 
-def watermarks(p: Pipeline, events: DataFrame, delays: DataFrame) -> DataFrame:
+def watermarks(p: Pipeline, events: DataFrame, delays: DataFrame, trigger_seconds: int) -> DataFrame:
     """Per delay and micro-batch: ``batch_ms``, ``wm_before_ms`` (the watermark it runs with; null for the
-    first) and ``wm_after_ms`` (after it), over every record not quarantined at that delay."""
+    first), ``wm_after_ms`` (after it), over every record not quarantined at that delay, and ``wm_late_ms``,
+    the watermark its late events are judged by. Stateless: ``wm_before_ms``. Sessions: Spark's stateful
+    operators judge them by the PREVIOUS micro-batch's watermark; a micro-batch more than one trigger
+    interval after the previous one had an idle trigger between them, where Spark ran a no-data
+    micro-batch with ``wm_before_ms``."""
     from pyspark.sql import Window as W
     from pyspark.sql import functions as F
 
@@ -83,10 +88,15 @@ def watermarks(p: Pipeline, events: DataFrame, delays: DataFrame) -> DataFrame:
                  .groupBy("delay_ms", _ms("batch_time").alias("batch_ms"))
                  .agg(F.max(_ms("event_time")).alias("max_ms")))
     upto = W.partitionBy("delay_ms").orderBy("batch_ms")
-    return per_batch.select(
+    marks = per_batch.select(
         "delay_ms", "batch_ms",
         (F.max("max_ms").over(upto.rowsBetween(W.unboundedPreceding, -1)) - F.col("delay_ms")).alias("wm_before_ms"),
         (F.max("max_ms").over(upto.rowsBetween(W.unboundedPreceding, 0)) - F.col("delay_ms")).alias("wm_after_ms"))
+    if p.window.type != "session":
+        return marks.withColumn("wm_late_ms", F.col("wm_before_ms"))
+    adjacent = F.col("batch_ms") - F.lag("batch_ms").over(upto) <= F.lit(trigger_seconds * 1000)
+    return marks.withColumn("wm_late_ms", F.when(adjacent, F.lag("wm_before_ms").over(upto))
+                            .otherwise(F.col("wm_before_ms")))
 
 
 def classify(p: Pipeline, events: DataFrame, delays: DataFrame, marks: DataFrame) -> DataFrame:
@@ -97,11 +107,11 @@ def classify(p: Pipeline, events: DataFrame, delays: DataFrame, marks: DataFrame
 
     first = events.transform(dedup_history(p)).crossJoin(delays).withColumn("batch_ms", _ms("batch_time"))
     joined = first.join(marks, ["delay_ms", "batch_ms"], "left")
-    et, wm = _ms("event_time"), F.col("wm_before_ms")
+    et, wm = _ms("event_time"), F.col("wm_late_ms")
     behind = (et <= wm) if p.window.type == "session" else (et < wm)
     status = (F.when(_future_skew_exceeded(p), F.lit(QUARANTINED))
               .when(wm.isNotNull() & behind, F.lit(DROPPED)).otherwise(F.lit(COUNTED)))
-    return joined.withColumn("status", status).drop("wm_before_ms", "wm_after_ms")
+    return joined.withColumn("status", status).drop("wm_before_ms", "wm_after_ms", "wm_late_ms")
 
 
 def window_counts(p: Pipeline, events: DataFrame, *by: str) -> DataFrame:
@@ -141,13 +151,14 @@ def finality(exact: DataFrame, marks: DataFrame, delays: DataFrame) -> DataFrame
                       ((F.col("final_ms") - F.col("v")) / 1000.0).alias("finality_s"))
 
 
-def summary(p: Pipeline, events: DataFrame, delays: DataFrame) -> DataFrame:
+def summary(p: Pipeline, events: DataFrame, delays: DataFrame, trigger_seconds: int) -> DataFrame:
     """One row per delay: ``delay_ms``, ``events`` (distinct), ``dropped``, ``quarantined``, ``windows``,
     ``wrong_windows``, ``final_windows`` and the finality delay's ``finality_p50_s``, ``finality_p95_s``,
-    ``finality_max_s`` (seconds from window end to the micro-batch that made it final)."""
+    ``finality_max_s`` (seconds from window end to the micro-batch that made it final). ``trigger_seconds``:
+    the speed job's trigger interval (``watermarks``)."""
     from pyspark.sql import functions as F
 
-    marks = watermarks(p, events, delays)
+    marks = watermarks(p, events, delays, trigger_seconds)
     exact = window_counts(p, events.transform(dedup_history(p)))
     classified = classify(p, events, delays, marks)
     status = F.col("status")

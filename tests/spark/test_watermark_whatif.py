@@ -34,8 +34,10 @@ def frame(spark: SparkSession, key: str, rows: list[tuple[str, str, int, int, in
                      "kafka_offset", F.timestamp_millis("bt").alias("batch_time"))
 
 
-def summary(spark: SparkSession, p: Any, events: DataFrame, delays: list[int]) -> dict[int, dict[str, Any]]:
-    rows = ww.summary(p, events, spark.createDataFrame([(d * 1000,) for d in delays], "delay_ms bigint")).collect()
+def summary(spark: SparkSession, p: Any, events: DataFrame, delays: list[int],
+            trigger_seconds: int = 1) -> dict[int, dict[str, Any]]:
+    frame_of_delays = spark.createDataFrame([(d * 1000,) for d in delays], "delay_ms bigint")
+    rows = ww.summary(p, events, frame_of_delays, trigger_seconds).collect()
     return {r.delay_ms // 1000: r.asDict() for r in rows}
 
 
@@ -154,9 +156,14 @@ def test_trigger_batches_start_at_the_next_boundary(spark: SparkSession) -> None
     assert {r.event_id: r.b for r in got} == {"a": 5, "b": 5, "c": 10}
 
 
-def test_the_session_rule_is_sparks_own(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("adjacent", [False, True], ids=["idle triggers between", "back to back"])
+def test_the_session_rule_is_sparks_own(spark: SparkSession, tmp_path: Path, adjacent: bool) -> None:
     """The speed job's session query (``with_watermark_dedup`` + ``windowed_aggregate``, append mode), fed
-    SESSIONS one micro-batch at a time, emits exactly the model's sessions at its own watermark (300 s)."""
+    SESSIONS plus a9 one micro-batch per file, emits exactly the model's sessions at its own watermark (300 s).
+    Idle triggers between: one ``availableNow`` run per file (Spark adds a no-data micro-batch after each);
+    back to back: one run over all files, one file per micro-batch."""
+    import os
+
     from pyspark.sql import functions as F
 
     from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
@@ -170,29 +177,42 @@ def test_the_session_rule_is_sparks_own(spark: SparkSession, tmp_path: Path) -> 
             "user_id", "event_count", ((F.unix_millis("window_start") - T0) / 1000).cast("int").alias("s"),
             ((F.unix_millis("window_end") - T0) / 1000).cast("int").alias("e")).collect())
 
-    batches: dict[int, list[dict[str, Any]]] = {}
-    for i, k, et, _, bt in [*SESSIONS, ("flush", "u9", 99_000, 99_000, 99_000)]:  # the last one ends them all
-        batches.setdefault(bt, []).append({"event_id": i, "user_id": k, "timestamp": T0 + et * 1000,
-                                           "action": "x", "points": 1})
-    for n, bt in enumerate(sorted(batches)):  # one micro-batch per file: availableNow, then the next file
-        (tmp_path / "in").mkdir(exist_ok=True)
-        (tmp_path / "in" / f"{n:03d}.json").write_text("".join(json.dumps(e) + "\n" for e in batches[bt]))
-        query = (spark.readStream.schema(schema).json(str(tmp_path / "in"))
+    def run_query(**options: str) -> None:
+        query = (spark.readStream.schema(schema).options(**options).json(str(tmp_path / "in"))
                  .withColumn("event_time", F.timestamp_millis("timestamp"))
                  .transform(with_watermark_dedup(p)).transform(windowed_aggregate(p, streaming=True))
                  .writeStream.outputMode("append").foreachBatch(sink)
                  .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
         query.awaitTermination()
 
-    events = frame(spark, "user_id", SESSIONS)
+    rows = [*SESSIONS, ("a9", "u4", 550, 1096, 1100)]  # in B2: 550 <= 900 - 300, the watermark B2 runs with
+    if adjacent:  # micro-batches one trigger interval (1 s) apart
+        rows = [(i, k, et, arr, {1000: 1, 1100: 2, 1500: 3, 2500: 4}[bt]) for i, k, et, arr, bt in rows]
+    batches: dict[int, list[dict[str, Any]]] = {}
+    for i, k, et, _, bt in [*rows, ("flush", "u9", 99_000, 99_000, 99_000)]:  # the last one ends them all
+        batches.setdefault(bt, []).append({"event_id": i, "user_id": k, "timestamp": T0 + et * 1000,
+                                           "action": "x", "points": 1})
+    (tmp_path / "in").mkdir()
+    for n, bt in enumerate(sorted(batches)):
+        path = tmp_path / "in" / f"{n:03d}.json"
+        path.write_text("".join(json.dumps(e) + "\n" for e in batches[bt]))
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))  # the file source reads files in this order
+        if not adjacent:
+            run_query()
+    if adjacent:
+        run_query(maxFilesPerTrigger="1")
+
+    events = frame(spark, "user_id", rows)
     delays = spark.createDataFrame([(300_000,)], "delay_ms bigint")
-    counted = ww.classify(p, events, delays, ww.watermarks(p, events, delays)).where("status = 'counted'")
+    counted = ww.classify(p, events, delays, ww.watermarks(p, events, delays, 1)).where("status = 'counted'")
     model = {(r.user_id, r.s, r.e, r.n) for r in ww.window_counts(p, counted).select(
         "user_id", "n", ((F.unix_millis("window_start") - T0) / 1000).cast("int").alias("s"),
         ((F.unix_millis("window_end") - T0) / 1000).cast("int").alias("e")).collect()}
-    # a6 (460) is dropped by Spark too, so u1 is two sessions: the model's rule, not the gap-extended end
-    assert model == {("u1", 100, 550, 2), ("u1", 700, 1200, 2), ("u2", 1050, 1350, 1), ("u2", 1400, 1700, 1),
-                     ("u3", 2400, 2700, 1)}
+    # a6 (460 <= 750 in B3) is dropped either way, so u1 is two sessions: its gap-extended end (760) does not
+    # save it. a9 is judged by B1's watermark (none) back to back, by a no-data micro-batch's (600) otherwise.
+    expected = {("u1", 100, 550, 2), ("u1", 700, 1200, 2), ("u2", 1050, 1350, 1), ("u2", 1400, 1700, 1),
+                ("u3", 2400, 2700, 1)} | ({("u4", 550, 850, 1)} if adjacent else set())
+    assert model == expected
     assert set(emitted) == model
 
 
