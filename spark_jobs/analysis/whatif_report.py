@@ -62,8 +62,8 @@ def format_table(report: dict[str, Any]) -> str:
               duration_text(r["finality_p50_seconds"]), duration_text(r["finality_p95_seconds"]),
               f"{r['open_windows']:,}") for r in report["delays"]]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = [head, "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    lines = [head, "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     best = report["suggested_delay_seconds"]
     target = _pct(report["target"])
     lines.append(f"suggested: {duration_text(best)} (the smallest delay that misses at most {target} of events)"
