@@ -16,6 +16,7 @@ Layout under ``data_dir``::
     secrets/          generated credentials (mode 0600)
     versions/         active / previous speed version, and each version's writing lineage (lakehouse.speed_versions)
     docs/             Great Expectations Data Docs
+    reports/          charts of the analysis commands (tidewater whatif)
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ def jars_dir(kind: str) -> Path:
 def versions_dir(cfg: TidewaterConfig) -> Path:
     """Active / previous speed query version per pipeline (``<p>.active``, ``<p>.previous``)."""
     return cfg.data_dir / "versions"
+
+
+def reports_dir(cfg: TidewaterConfig) -> Path:
+    """Charts the analysis commands write (``tidewater whatif``)."""
+    return cfg.data_dir / "reports"
 
 
 def jvm_scratch_dir(cfg: TidewaterConfig) -> Path:

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "tidewater.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
     "tidewater.commands.quality",    # check
     "tidewater.commands.maintenance",  # maintenance
+    "tidewater.commands.whatif",     # whatif
 )
 
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 # Commands that start Spark; 'speed' jobs and 'replay' (which starts and stops them) keep their own processes.
-FORWARDED = frozenset({"batch", "serving", "reconcile", "sql", "check", "maintenance"})
+FORWARDED = frozenset({"batch", "serving", "reconcile", "sql", "check", "maintenance", "whatif"})
+PATH_OPTIONS = ("--config", "--chart")  # made absolute before forwarding
 LOCAL_ENV = "TIDEWATER_LOCAL"
 READ_TIMEOUT = 60.0  # the service pings every 10 s while a command runs
 
@@ -37,13 +38,17 @@ def wants_service(args: argparse.Namespace) -> bool:
 
 
 def absolute_config(argv: list[str]) -> list[str]:
-    """``--config PATH`` made absolute: the service runs in another working directory."""
+    """``--config PATH`` (and the other ``PATH_OPTIONS``) made absolute: the service runs in another working
+    directory."""
     out = list(argv)
     for i, arg in enumerate(out):
-        if arg == "--config" and i + 1 < len(out):
+        name = arg.split("=", 1)[0]
+        if name not in PATH_OPTIONS:
+            continue
+        if "=" in arg:
+            out[i] = f"{name}={Path(arg.split('=', 1)[1]).resolve()}"
+        elif i + 1 < len(out):
             out[i + 1] = str(Path(out[i + 1]).resolve())
-        elif arg.startswith("--config="):
-            out[i] = f"--config={Path(arg.split('=', 1)[1]).resolve()}"
     return out
 
 

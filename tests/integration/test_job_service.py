@@ -1,6 +1,7 @@
 """The job service on a real stack (metastore, Kafka, one warm Spark driver): ``tidewater`` commands
 go through it with the same output and exit codes as a local run; a client killed with SIGKILL
-neither kills nor wedges it; a wrong token is refused; another configuration runs locally."""
+neither kills nor wedges it; a wrong token is refused; another configuration runs locally; ``whatif`` goes
+through it too."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import pytest
 from tests.conftest import REPO
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from lakehouse.config import TidewaterConfig
 
 pytestmark = pytest.mark.timeout(900)
@@ -78,6 +81,20 @@ def test_empty_bronze_stage_exits_nothing_to_do_before_the_service(service: Tide
             "('tidewater speed start sensor_readings') and produce events first"], out.stderr
         assert out.stdout == "", out.stdout  # decided before any staging started
     assert health(service)["served"] == served, "the skip did not reach the job service"
+
+
+def test_whatif_runs_in_the_service(service: TidewaterConfig, tmp_path: Path) -> None:
+    """``whatif`` is forwarded (its relative ``--chart`` made absolute first, tests/unit/test_whatif_words.py):
+    with no events in bronze here, its one-line refusal and exit 3 come back from the service."""
+    from lakehouse.errors import NothingToDo
+
+    served = health(service)["served"]
+    out = subprocess.run([sys.executable, "-m", "tidewater.cli", "whatif", "sensor_readings", "--chart", "c.png"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == NothingToDo.EXIT_CODE, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tidewater: whatif: bronze.sensor_readings "), out.stderr
+    assert health(service)["served"] == served + 1, "whatif ran in the service"
 
 
 def test_another_configuration_runs_locally(service: TidewaterConfig) -> None:

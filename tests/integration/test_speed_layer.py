@@ -3,7 +3,8 @@
 Phase A: clean events over six minutes for four sensors, plus one record of every malformed
 kind. Phase B (after A is processed): out-of-order events within the watermark, events later than
 the watermark, duplicates of recent events and one duplicate of an old (already late) event.
-Phase C: events that advance the watermark so early windows become final.
+Phase C: events that advance the watermark so early windows become final. Then ``tidewater whatif`` on
+that bronze, against a plain-Python oracle (``whatif_oracle``) and what the speed layer really dropped.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+from tests.integration.whatif_oracle import tumbling
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import SparkSession
 
     from lakehouse.config import TidewaterConfig
@@ -123,3 +127,27 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     assert all(r.source == "speed" for k, r in serving.items() if k[1] + MINUTE > cutoff_ms)
     assert spark.sql("SELECT sensor_id, window_start FROM serving.sensor_readings GROUP BY 1, 2 "
                      "HAVING count(*) > 1").count() == 0
+
+
+def test_whatif_replays_this_bronze_as_a_plain_python_oracle_does(spark: SparkSession, stack: TidewaterConfig,
+                                                                   tmp_path: Path) -> None:
+    """``tidewater whatif`` on the bronze the test above left (run after it; under Asia/Kolkata): every
+    figure equals the plain-Python oracle's, and at the pipeline's own watermark (2 minutes) the model drops
+    exactly the three events the speed layer dropped and finds wrong exactly the window batch corrected."""
+    rows = [tuple(r) for r in spark.sql(
+        "SELECT event_id, sensor_id, unix_millis(event_time), unix_millis(kafka_timestamp), unix_millis(ingest_time), "
+        "kafka_partition, kafka_offset FROM bronze.sensor_readings").collect()]
+    assert len(rows) > 100, "bronze is empty: this test reads what test_speed_layer_tables_match_... wrote"
+    chart = tmp_path / "whatif.png"
+    out = cli("whatif", "sensor_readings", "--delays", "30s,1m,2m,10m", "--json", "--chart", str(chart))
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert chart.read_bytes()[:4] == b"\x89PNG" and report["chart"] == str(chart)
+    oracle = [tumbling(rows, d, MINUTE, 120) for d in (30, 60, 120, 600)]
+    for got, want in zip(report["delays"], oracle, strict=True):
+        assert {k: got[k] for k in want} == pytest.approx(want), want["delay_seconds"]
+    at_watermark = report["delays"][2]
+    assert (at_watermark["dropped_events"], at_watermark["wrong_windows"]) == (3, 1)
+    corrected = spark.sql("SELECT count(*) FROM serving.sensor_readings WHERE finality = 'corrected'").collect()[0][0]
+    assert corrected == 1
+    assert report["delays"][0]["dropped_events"] > 3  # 30 s: the out-of-order events of phase B drop too
+    assert report["suggested_delay_seconds"] == 600 and report["delays"][3]["dropped_events"] == 0

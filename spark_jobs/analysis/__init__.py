@@ -1,0 +1,1 @@
+"""Analyses of a pipeline's history that change nothing: ``whatif`` (the watermark delay, chosen from bronze)."""
