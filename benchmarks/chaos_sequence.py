@@ -33,6 +33,7 @@ from typing import Any
 from benchmarks.chaos_invariants import oracle, problems_by_invariant
 from benchmarks.random_streams import KINDS, Scenario, broken, payload, read_topic, send
 from benchmarks.stream_oracle import Expected
+from infra import job_service
 from infra.services import thrift_server
 from infra.services.process import ManagedProcess, port_open, wait_until
 from lakehouse import naming
@@ -92,6 +93,10 @@ class OperationSequence:
         return self.counts
 
     def start(self) -> None:
+        """The first produce and the speed start; in lambda mode also the job service, as ``tidewater up`` starts
+        it, so batch commands run on its warm driver (the same code path) instead of a new JVM each."""
+        if self.cfg.mode == "lambda":
+            job_service.start(self.cfg)
         self.produce()
         self.require(tidewater("speed", "start", self.p.name), "speed start")
 
