@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse import definition, naming
 from lakehouse.pipeline import FIELD_TYPES, Pipeline
+from lakehouse.window_kinds import kind_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -125,7 +126,7 @@ def partial_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
     """Mergeable state behind the aggregates that cannot be combined from their own values: the sum
     and count behind an ``avg``, the HyperLogLog sketch behind an ``approx_distinct``. Session
     pipelines keep Spark's own state instead (their speed table has no partial columns)."""
-    if p.window.type == "session":
+    if kind_of(p.window).keeps_state:
         return ()
     out: list[tuple[str, str]] = []
     for a in p.aggregates:
@@ -143,7 +144,7 @@ def speed(p: Pipeline, version: int = 1) -> Contract:
     columns = (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
                *partial_columns(p))
     name = naming.speed_table(p.name, version)
-    if p.window.type == "session":
+    if kind_of(p.window).keeps_state:
         return Contract(name, columns, grain=p.grain, owner=p.owner, properties=(defined_by(p),))
     from lakehouse.speed_fold import fold_sql
 

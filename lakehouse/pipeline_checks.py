@@ -18,15 +18,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from lakehouse.errors import PipelineDefinitionError
-from lakehouse.pipeline_spec import AGG_FUNCTIONS, FIELD_TYPES, WINDOW_TYPES, Pipeline, duration_seconds
+from lakehouse.pipeline_spec import AGG_FUNCTIONS, FIELD_TYPES, Pipeline, duration_seconds
 from lakehouse.reserved_columns import RESERVED_COLUMNS, RESERVED_PREFIX
+from lakehouse.window_kinds import KINDS
 
 TOP_KEYS = ("name", "owner", "description", "topic", "schema", "event_time", "event_id", "keys", "window", "aggregates",
             "watermark", "allowed_lateness", "max_future_skew", "quality")
 OPTIONAL_KEYS = ("owner", "description", "allowed_lateness", "max_future_skew", "quality")
 REQUIRED_KEYS = tuple(key for key in TOP_KEYS if key not in OPTIONAL_KEYS)
 WINDOW_KEYS = ("type", "size", "slide", "gap")
-WINDOW_PARTS = {"tumbling": ("size",), "sliding": ("size", "slide"), "session": ("gap",)}
+WINDOW_TYPES = tuple(KINDS)
 AGGREGATE_KEYS = ("name", "fn", "column")
 QUALITY_KEYS = ("ranges", "max_quarantine_rate")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -104,7 +105,7 @@ def _check_window(name: str, win: Any) -> None:
     refuse_unknown(name, "window.", win, WINDOW_KEYS)
     if win.get("type") not in WINDOW_TYPES:
         _fail(name, "window.type", f"must be one of {WINDOW_TYPES}")
-    for part in WINDOW_PARTS[win["type"]]:
+    for part in KINDS[win["type"]].parts:
         if part not in win:
             _fail(name, f"window.{part}", f"is required for a {win['type']} window")
         duration(name, f"window.{part}", win[part], positive=True)

@@ -1,5 +1,5 @@
 """A pipeline definition as typed values (``Pipeline`` with its ``Window`` and ``Aggregate`` values) and the
-words a definition may use: field types, aggregate functions, window types and durations.
+words a definition may use: field types, aggregate functions and durations (window kinds: ``lakehouse.window_kinds``).
 ``lakehouse.pipeline`` loads definitions into these values (and is where the rest of the code imports them from).
 """
 
@@ -11,7 +11,6 @@ from typing import Any
 
 FIELD_TYPES = {"string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean"}
 AGG_FUNCTIONS = ("count", "sum", "avg", "min", "max", "approx_distinct")
-WINDOW_TYPES = ("tumbling", "sliding", "session")
 _DURATION = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day)s?\s*$")
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
@@ -35,6 +34,11 @@ class Window:
     def size_seconds(self) -> int:
         """Length of a tumbling or sliding window; 0 for a session window (it has ``gap_seconds``)."""
         return duration_seconds(self.size or "0 seconds")
+
+    @property
+    def slide_seconds(self) -> int:
+        """Step of a sliding window; 0 for the other kinds."""
+        return duration_seconds(self.slide or "0 seconds")
 
     @property
     def gap_seconds(self) -> int:

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.shared.step_timer import Steps
 
 if TYPE_CHECKING:
@@ -97,10 +98,11 @@ def recomputed(p: Pipeline, published: DataFrame, snapshot: DataFrame, changed: 
     history = incremental.first_copies_among(p, needed, ids_in_range_of(p, snapshot, needed))
     upserts = incremental.recompute(p, history, changed, old_cutoff, new_cutoff)
     cached, deletes = [needed], None
-    if p.window.type == "session" or displaced:  # read twice: cached (for sessions, also a plan boundary)
+    keeps_state = kind_of(p.window).keeps_state
+    if keeps_state or displaced:  # read twice: cached (for sessions, also a plan boundary)
         upserts = upserts.persist()
         cached.append(upserts)
-    if p.window.type == "session":
+    if keeps_state:
         deletes = incremental.stale_sessions(p, published, needed.select(*p.keys).distinct(), upserts)
         upserts = incremental.changed_only(upserts, published)
     elif displaced:

@@ -20,6 +20,7 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.shared import definition_guard
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     version = run["bronze_version"]
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
-    if incremental_run and p.window.type != "session":  # the staged windows' events (late ones span the history)
+    if incremental_run and not kind_of(p.window).keeps_state:  # the staged windows' events (late ones span the history)
         raw = incremental.in_windows(p, raw, staged.select(*p.grain))
     speed_table = naming.speed_table(p.name, speed_version)
     rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)))

@@ -13,6 +13,7 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.io.sink import MicroBatchSink
 from spark_jobs.shared import definition_guard
 from spark_jobs.speed import lineages as speed_lineages
@@ -60,7 +61,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
         merge: MicroBatchSink = SpeedMerge(spark, p, table, cfg.mode)
         queries["speed"] = (
             windows.writeStream.queryName(f"{p.name}_speed_v{version}")
-            .outputMode("append" if p.window.type == "session" else "update").foreachBatch(merge)
+            .outputMode(kind_of(p.window).output_mode).foreachBatch(merge)
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
@@ -74,7 +75,7 @@ def stateless(p: Pipeline) -> bool:
     """Tumbling and sliding windows run as ONE stateless query (``speed.stream_batch``): Kafka read and
     parsed once, per-window partials merged into the speed table. Session windows merge across
     micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
-    return p.window.type != "session"
+    return not kind_of(p.window).keeps_state
 
 
 def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],

@@ -17,6 +17,7 @@ from typing import Any
 from infra.utc import sql_timestamp as _ts
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.io.sink import MicroBatchSink
 
 
@@ -28,7 +29,7 @@ class SpeedMerge:
 
         self.spark, self.p, self.table = spark, p, table
         self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, ["speed"], table), mode)
-        self.append_mode = p.window.type == "session"
+        self.append_mode = kind_of(p.window).keeps_state
         row = spark.sql(f"SELECT max(max_event_time) AS m FROM {table}").collect()[0]
         self.max_event_time = row["m"]
         self.finalized_upto: Any = None  # max_event_time at the last finalize (None: scan everything once)

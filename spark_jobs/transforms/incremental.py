@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from infra.utc import EPOCH, as_utc
-from lakehouse.pipeline import Pipeline, duration_seconds
+from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.transforms.incremental_fold import copies_of
 from spark_jobs.transforms.windows import touched_windows, windowed_aggregate
 
@@ -36,7 +37,7 @@ BUCKET = "_bucket"
 
 def bucket_seconds(p: Pipeline) -> int:
     """Width of the event buckets: the slide of a sliding window, else the window size."""
-    return duration_seconds(str(p.window.slide)) if p.window.type == "sliding" else p.window.size_seconds
+    return kind_of(p.window).bucket_seconds(p.window)
 
 
 def window_ends_between(p: Pipeline, after: datetime, until: datetime) -> bool:
@@ -64,12 +65,7 @@ def window_end(p: Pipeline, alias: str = "") -> Column:
     A filter on a session window's ``window_end`` is pushed below ``session_window`` and then
     drops the events of long sessions (measured on Spark 4.1: a 40-minute session was cut in
     two). A session ends ``gap`` after its last event, so ``max_event_time + gap`` is used."""
-    from pyspark.sql import functions as F
-
-    prefix = f"{alias}." if alias else ""
-    if p.window.type == "session":
-        return F.col(f"{prefix}max_event_time") + F.expr(f"INTERVAL {p.window.gap_seconds} SECONDS")
-    return F.col(f"{prefix}window_end")
+    return kind_of(p.window).end(p.window, f"{alias}." if alias else "")
 
 
 def window_buckets(p: Pipeline, windows: DataFrame) -> DataFrame:
@@ -89,12 +85,11 @@ def needed_events(p: Pipeline, events: DataFrame, new_events: DataFrame, old_cut
     event of a key that has a new event or had a session open at ``old_cutoff``."""
     from pyspark.sql import functions as F
 
-    if p.window.type == "session":
-        open_at_cutoff = events.where(F.col("event_time") > ts_literal(old_cutoff)
-                                      - F.expr(f"INTERVAL {p.window.gap_seconds} SECONDS")).select(*p.keys)
-        keys = new_events.select(*p.keys).union(open_at_cutoff).distinct()
+    kind = kind_of(p.window)
+    since = kind.open_at(p.window, ts_literal(old_cutoff))
+    if kind.keeps_state:
+        keys = new_events.select(*p.keys).union(events.where(since).select(*p.keys)).distinct()
         return events.join(F.broadcast(keys), list(p.keys), "left_semi")
-    since = F.col("event_time") >= ts_literal(old_cutoff) - F.expr(f"INTERVAL {p.window.size_seconds} SECONDS")
     return in_windows(p, events, touched_windows(p, new_events), or_where=since)
 
 
@@ -178,7 +173,7 @@ def stale_published(p: Pipeline, published: DataFrame, changed: DataFrame, upser
 def recompute(p: Pipeline, history: DataFrame, new_events: DataFrame, old_cutoff: datetime,
               new_cutoff: datetime) -> DataFrame:
     """Rows to upsert in an incremental run, for any window type."""
-    fn = recompute_sessions if p.window.type == "session" else recompute_fixed_windows
+    fn = recompute_sessions if kind_of(p.window).keeps_state else recompute_fixed_windows
     return fn(p, history, new_events, old_cutoff, new_cutoff)
 
 

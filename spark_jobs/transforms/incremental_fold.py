@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.transforms.partials import ARRIVAL, partial_aggregate
 from spark_jobs.transforms.windows import touched_windows
 
@@ -36,7 +37,7 @@ def window_count(p: Pipeline) -> str | None:
 
 def foldable(p: Pipeline) -> bool:
     fns = {a.fn for a in p.aggregates}
-    if p.window.type == "session" or "approx_distinct" in fns:
+    if kind_of(p.window).keeps_state or "approx_distinct" in fns:
         return False
     return "avg" not in fns or window_count(p) is not None
 

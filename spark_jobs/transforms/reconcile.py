@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.transforms.windows import event_in_window, window_column
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def window_event_counts(p: Pipeline, events: DataFrame, windows: DataFrame, pref
     from pyspark.sql import functions as F
 
     grain = list(p.grain)
-    if p.window.type == "session":
+    if kind_of(p.window).keeps_state:
         w, e = windows.select(*grain).alias("w"), events.alias("e")
         placed = w.join(e, event_in_window(p, "w", "e")).select(*(F.col(f"w.{c}").alias(c) for c in grain), F.col(f"e.{p.event_id}").alias("_id"))
     else:

@@ -15,20 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Aggregate, Pipeline
+from lakehouse.window_kinds import kind_of
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
 def window_column(p: Pipeline) -> Column:
-    from pyspark.sql import functions as F
-
-    w = p.window
-    if w.type == "tumbling":
-        return F.window("event_time", str(w.size))
-    if w.type == "sliding":
-        return F.window("event_time", str(w.size), str(w.slide))
-    return F.session_window("event_time", str(w.gap))
+    """The window(s) each event belongs to (``lakehouse.window_kinds``)."""
+    return kind_of(p.window).assign(p.window)
 
 
 def aggregate_column(agg: Aggregate, exact_distinct: bool) -> Column:
