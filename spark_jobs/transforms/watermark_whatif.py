@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 from spark_jobs.transforms.windows import dedup_history, window_column
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def watermarks(p: Pipeline, events: DataFrame, delays: DataFrame, trigger_second
         "delay_ms", "batch_ms",
         (F.max("max_ms").over(upto.rowsBetween(W.unboundedPreceding, -1)) - F.col("delay_ms")).alias("wm_before_ms"),
         (F.max("max_ms").over(upto.rowsBetween(W.unboundedPreceding, 0)) - F.col("delay_ms")).alias("wm_after_ms"))
-    if p.window.type != "session":
+    if not kind_of(p.window).keeps_state:  # a stateless stream judges by its own micro-batch's watermark
         return marks.withColumn("wm_late_ms", F.col("wm_before_ms"))
     adjacent = F.col("batch_ms") - F.lag("batch_ms").over(upto) <= F.lit(trigger_seconds * 1000)
     return marks.withColumn("wm_late_ms", F.when(adjacent, F.lag("wm_before_ms").over(upto))
@@ -108,7 +109,7 @@ def classify(p: Pipeline, events: DataFrame, delays: DataFrame, marks: DataFrame
     first = events.transform(dedup_history(p)).crossJoin(delays).withColumn("batch_ms", _ms("batch_time"))
     joined = first.join(marks, ["delay_ms", "batch_ms"], "left")
     et, wm = _ms("event_time"), F.col("wm_late_ms")
-    behind = (et <= wm) if p.window.type == "session" else (et < wm)
+    behind = (et <= wm) if kind_of(p.window).keeps_state else (et < wm)
     status = (F.when(_future_skew_exceeded(p), F.lit(QUARANTINED))
               .when(wm.isNotNull() & behind, F.lit(DROPPED)).otherwise(F.lit(COUNTED)))
     return joined.withColumn("status", status).drop("wm_before_ms", "wm_after_ms", "wm_late_ms")
