@@ -15,8 +15,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.integration.speed_helpers import (MINUTE, cli, encode, event, expected_late, expected_tumbling, late_rows, send,
-                                             speed_rows)
+from tests.integration.speed_helpers import (
+    MINUTE,
+    cli,
+    encode,
+    event,
+    expected_late,
+    expected_tumbling,
+    late_rows,
+    send,
+    speed_rows,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
