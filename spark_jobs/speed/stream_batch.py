@@ -63,7 +63,8 @@ class StreamBatch:
         self.speed_role = SpeedRole(spark, p, version)
         self.compiled = 0  # Spark's generated-code compilations at the previous micro-batch's end
         self.progress = ProgressRows(spark, checkpoint)
-        self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, roles, contracts.speed_partials(p, version).name), mode)
+        tables = stream_tables(p.name, roles, contracts.speed_partials(p, version).name)
+        self.log_cleanup = LogCleanup(spark, p.name, tables + [contracts.late(p).name] * ("speed" in roles), mode)
         recovered = self.progress.recover()  # before the query runs: rows a crash left pending
         if recovered:
             print(f"stream: wrote the pending ops.stream_progress rows of {recovered} micro-batch(es)", flush=True)
