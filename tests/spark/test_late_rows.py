@@ -26,7 +26,7 @@ def test_a_sliding_windows_late_event_is_kept_once_per_window_it_missed(spark: S
     p = load_pipeline("lift_rides")  # 10-minute windows every 5 minutes
     wm = T0 + timedelta(minutes=20)
     times = [T0 + timedelta(seconds=97 * i) for i in range(20)]  # 0 to 30:43: some behind the watermark
-    rows = [(f"e{i}", f"lift-{i % 2}", f"skier-{i}", t, "rides", 0, 100 + i, t, t, None, None, None)
+    rows: list[tuple[object, ...]] = [(f"e{i}", f"lift-{i % 2}", f"skier-{i}", t, "rides", 0, 100 + i, t, t, None, None, None)
             for i, t in enumerate(times)]
     rows.append(("bad", "lift-0", "skier-x", T0, "rides", 0, 99, T0, T0, "WRONG_TYPE", "x", "{}"))  # unusable
     schema = ("event_id string, lift_id string, skier_id string, event_time timestamp, kafka_topic string, "
