@@ -166,6 +166,24 @@ def speed_partials(p: Pipeline, version: int = 1) -> Contract:
     )
 
 
+def late(p: Pipeline) -> Contract:
+    """The events the stateless speed layer left out because they were behind the watermark of the
+    micro-batch that read them (``spark_jobs.speed.late_rows``): one row per Kafka record and window it
+    missed (a sliding window's event misses every window it belongs to), with the watermark, its
+    lateness (watermark - event time, ms), the micro-batch, the speed version and its lineage.
+    ``window_key`` is the reconciliation ledger's (``ops.reconciliation``): the join key beside the window."""
+    keys = tuple((k, FIELD_TYPES[p.schema[k]]) for k in p.keys)
+    return Contract(
+        naming.table("late", p.name),
+        ((p.event_id, "string"), *keys, ("event_time", "timestamp"), ("arrival_time", "timestamp"),
+         ("ingest_time", "timestamp"), *KAFKA_META[:3], ("watermark", "timestamp"), ("lateness_ms", "bigint"),
+         ("window_key", "string"), ("window_start", "timestamp"), ("window_end", "timestamp"), ("batch_id", "bigint"),
+         ("speed_version", "int"), ("lineage", "string")),
+        grain=("kafka_topic", "kafka_partition", "kafka_offset", "speed_version", "window_start"), owner=p.owner,
+        properties=STREAMED,
+    )
+
+
 def storage_table(p: Pipeline, version: int = 1) -> str:
     """The Delta table that holds a speed version's rows (what a new lineage empties)."""
     contract = speed(p, version)
@@ -283,7 +301,7 @@ RECONCILIATION = Contract(
     (("run_id", "string"), ("pipeline", "string"), ("window_key", "string"), ("window_start", "timestamp"),
      ("window_end", "timestamp"), ("aggregate", "string"), ("speed_value", "double"), ("batch_value", "double"),
      ("abs_error", "double"), ("rel_error", "double"), ("exact", "boolean"), ("late_events", "bigint"),
-     ("duplicates_removed", "bigint"), ("quarantined", "bigint"), ("recorded_at", "timestamp")),
+     ("duplicates_removed", "bigint"), ("quarantined", "bigint"), ("recorded_at", "timestamp"), ("late_rows", "bigint")),
     grain=("run_id", "pipeline", "window_key", "window_start", "window_end", "aggregate"),
 )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
 
-LAYERS = ("bronze", "quarantine", "speed", "batch", "serving", "ops")
+LAYERS = ("bronze", "quarantine", "speed", "late", "batch", "serving", "ops")
 OPS_TABLES = ("stream_progress", "batch_runs", "reconciliation")
 # The ingest query (Kafka -> bronze/quarantine) is never rebuilt from Kafka, so it has one version only.
 INGEST_VERSION = 1

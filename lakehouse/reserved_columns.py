@@ -21,6 +21,7 @@ _ADDED_BY = {
     "every windowed table": ("window_start", "window_end", "max_event_time"),
     "speed tables and their partials": ("updated_at", "batch_id", "is_final", "watermark", "lineage", "compacted",
                                         "slot"),
+    "late tables": ("arrival_time", "lateness_ms", "window_key", "speed_version"),
     "batch tables": ("computed_at", "run_id", "bronze_version", "op"),
     "serving views": ("source", "finality", "as_of"),
     "the window aggregation's grouping column": WORKING_COLUMNS,

@@ -2,7 +2,8 @@
 
 For every window the run wrote (the rows of ``batch.<p>`` that carry its run id),
 ``transforms.reconcile.ledger_rows`` compares the batch value with the active speed table's value
-and counts the causes, using the bronze snapshot the run read and the quarantine table. Rows are
+and counts the causes, using the bronze snapshot the run read, the quarantine table and the active
+speed version's ``late.<p>`` rows (``late_rows``: the link from a corrected window to its late records). Rows are
 MERGEd on the ledger grain, so recording the same run twice leaves one copy.
 
 The ledger is monitoring, not part of what a run publishes: publish makes the run's windows
@@ -59,14 +60,15 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import merge_upsert
+    from spark_jobs.io.delta_io import add_missing_columns, merge_upsert
     from spark_jobs.transforms import incremental
     from spark_jobs.transforms.reconcile import ledger_rows
 
     run = published_run(spark, p, run_id)
     run_id = run["run_id"]
     incremental_run = run["mode"] == "incremental"
-    contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p))
+    contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p), contracts.late(p))
+    add_missing_columns(spark, contracts.RECONCILIATION)
     speed_version = active_version(cfg, p.name)
     contracts.ensure(spark, contracts.speed(p, speed_version))
     apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
@@ -84,7 +86,8 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     if incremental_run and not kind_of(p.window).keeps_state:  # the staged windows' events (late ones span the history)
         raw = incremental.in_windows(p, raw, staged.select(*p.grain))
     speed_table = naming.speed_table(p.name, speed_version)
-    rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)))
+    late = spark.table(naming.table("late", p.name)).where(f"speed_version = {int(speed_version)}")
+    rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)), late)
     out = rows.select(F.lit(run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
                       F.current_timestamp().alias("recorded_at"))
     out = out.select(*(F.col(c).cast(t).alias(c) for c, t in contracts.RECONCILIATION.columns))

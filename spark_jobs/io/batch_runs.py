@@ -14,7 +14,6 @@ table took 1.1-1.7 s (2 cores, warm), and a batch run records twice on its criti
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -94,9 +93,10 @@ def save(spark: SparkSession, row: dict[str, Any], supersede_staged: bool = Fals
     if supersede_staged:
         current = runs(spark, str(row["pipeline"])) if known is None else known
         rows += [{**r, "status": "superseded"} for r in current if r["status"] in PENDING and r["run_id"] != row["run_id"]]
+    from spark_jobs.io.delta_io import add_missing_columns
     from spark_jobs.io.local_rows import local_frame
 
-    add_missing_columns(spark)
+    add_missing_columns(spark, contracts.BATCH_RUNS)
     full = [[r.get(c) for c in contracts.BATCH_RUNS.column_names] for r in rows]
     local_frame(spark, full, contracts.BATCH_RUNS.schema).write.format("delta").mode("append").saveAsTable(TABLE)
 
@@ -182,28 +182,3 @@ def superseded(run: dict[str, Any], later: list[dict[str, Any]]) -> NothingToDo:
     newest = "" if len(later) == 1 else f"; the latest is {later[-1]['run_id']} ({later[-1]['status']})"
     return NothingToDo(f"batch: run {run['run_id']} of {run['pipeline']} was superseded by run {nxt['run_id']} "
                        f"({nxt['status']}), staged after it{newest}; nothing to publish")
-
-
-_COMPLETE: set[str] = set()  # Spark applications that found the table with every column of its contract
-_COMPLETING = threading.Lock()
-
-
-def add_missing_columns(spark: SparkSession) -> None:
-    """The contract's columns that the table lacks (made before it had them) are added, once per Spark
-    application; its older rows read them as null. Another process adding them first is no error."""
-    app = spark.sparkContext.applicationId
-    with _COMPLETING:
-        if app in _COMPLETE:
-            return
-        if missing := missing_columns(spark):
-            try:
-                spark.sql(f"ALTER TABLE {TABLE} ADD COLUMNS ({', '.join(f'`{c}` {t}' for c, t in missing)})")
-            except Exception:
-                if missing_columns(spark):  # not added by another process meanwhile
-                    raise
-        _COMPLETE.add(app)
-
-
-def missing_columns(spark: SparkSession) -> list[tuple[str, str]]:
-    have = set(spark.table(TABLE).columns)
-    return [(c, t) for c, t in contracts.BATCH_RUNS.columns if c not in have]

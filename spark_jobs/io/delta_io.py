@@ -8,6 +8,7 @@ the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from urllib.parse import unquote, urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.contracts import Contract
 
 
 def idempotent_append(df: DataFrame, table: str, app_id: str, version: int) -> None:
@@ -172,3 +175,27 @@ def table_version(spark: SparkSession, table: str) -> int:
 
     return int(DeltaTable.forName(spark, table).history(1).collect()[0]["version"])
 
+
+_COMPLETE: set[tuple[str, str]] = set()  # (Spark application, table) found with every column of its contract
+_COMPLETING = threading.Lock()
+
+
+def add_missing_columns(spark: SparkSession, contract: Contract) -> None:
+    """The contract's columns that its table lacks (made before it had them) are added, once per Spark
+    application; its older rows read them as null. Another process adding them first is no error."""
+    key = (spark.sparkContext.applicationId, contract.name)
+    with _COMPLETING:
+        if key in _COMPLETE:
+            return
+        if missing := missing_columns(spark, contract):
+            try:
+                spark.sql(f"ALTER TABLE {contract.name} ADD COLUMNS ({', '.join(f'`{c}` {t}' for c, t in missing)})")
+            except Exception:
+                if missing_columns(spark, contract):  # not added by another process meanwhile
+                    raise
+        _COMPLETE.add(key)
+
+
+def missing_columns(spark: SparkSession, contract: Contract) -> list[tuple[str, str]]:
+    have = set(spark.table(contract.name).columns)
+    return [(c, t) for c, t in contract.columns if c not in have]

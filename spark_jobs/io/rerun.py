@@ -12,7 +12,8 @@ Each write is one atomic Delta commit, so one row of it proves all of it:
 * bronze / quarantine: one valid / unusable record of the micro-batch, by Kafka partition and offset;
 * partials: a row of this lineage (checkpoint query id) with this or a later ``batch_id`` (a
   compaction keeps the lineage and batch id of each window's latest append);
-* ``ops.stream_progress``: the micro-batch's row for this lineage (``run_id`` = query id).
+* ``ops.stream_progress``: the micro-batch's row for this lineage (``run_id`` = query id);
+* ``late.<p>``: a row of this speed version at the Kafka position of one late record of the micro-batch.
 """
 
 from __future__ import annotations
@@ -37,12 +38,17 @@ def partials_written(spark: Any, p: Pipeline, version: int, lineage: str, batch_
 
 
 def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_id: int, stats: Any) -> set[str]:
-    """The sinks (``bronze``, ``quarantine``, ``partials``, ``ops``) holding micro-batch ``batch_id``
-    already. ``stats`` has ``valid_at`` / ``bad_at``: one record of each kind (None if none)."""
+    """The sinks (``bronze``, ``quarantine``, ``partials``, ``ops``, ``late``) holding micro-batch
+    ``batch_id`` already. ``stats`` has ``valid_at`` / ``bad_at`` / ``late_at``: one record of each kind
+    (None if none)."""
     done = set()
     for sink, position in (("bronze", stats["valid_at"]), ("quarantine", stats["bad_at"])):
         if position is not None and _exists(spark, naming.table(sink, p.name), _record_at(position)):
             done.add(sink)
+    late = stats["late_at"]
+    if late is not None and _exists(spark, naming.table("late", p.name),
+                                    f"speed_version = {int(version)} AND {_record_at(late)}"):
+        done.add("late")
     if partials_written(spark, p, version, lineage, batch_id):
         done.add("partials")
     if progress_written(spark, p.name, lineage, batch_id):

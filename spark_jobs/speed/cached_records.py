@@ -33,7 +33,7 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
 
 def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> Any:
     """Per role (its floor applied): records, unusable records, late events (``late_if``: the
-    ``behind`` condition), and the event-time range of valid events (``lo``: on-time only); one
+    ``behind`` condition; ``late_at``: the Kafka position of one), and the event-time range of valid events (``lo``: on-time only); one
     job, which fills the cache."""
     from pyspark.sql import functions as F
 
@@ -48,6 +48,7 @@ def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> A
         F.count_if(ingest).alias("n_ingest"), F.count_if(unusable).alias("bad"),
         F.first(F.when(ingest & valid, at), ignorenulls=True).alias("valid_at"),
         F.first(F.when(unusable, at), ignorenulls=True).alias("bad_at"),
+        F.first(F.when(speed & valid & late, at), ignorenulls=True).alias("late_at"),
         F.count_if(speed).alias("n_speed"), F.count_if(speed & valid & late).alias("late"),
         F.min(F.when(speed & valid & ~late, F.col("event_time"))).alias("lo"),
         F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]

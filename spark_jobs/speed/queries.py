@@ -30,7 +30,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
 
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
-                     contracts.STREAM_PROGRESS)
+                     contracts.late(p), contracts.STREAM_PROGRESS)
     definition_guard.require_speed_same(cfg, p, version)
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
     if stateless(p):

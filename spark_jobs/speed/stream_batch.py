@@ -7,7 +7,7 @@ one job over the cached records answers every count; then two threads write side
 1. ingest (a thread of its own): unusable records -> ``quarantine.<p>``, then valid events -> ``bronze.<p>``;
 2. speed (the calling thread, so that fresh windows are visible as early as possible): on-time first
    copies, as per-window partials, appended to the partials table (``speed.role``); events behind
-   the watermark are counted and left out (bronze keeps them);
+   the watermark are counted and left out (bronze keeps them; ``late.<p>`` gets them: ``speed.late_rows``);
 3. after both: one ``ops.stream_progress`` row per role (``rows_dropped_by_watermark`` = the late events),
    committed while the next micro-batch runs (``speed.stream_progress_rows``); after each block of
    ``speed_fold.COMPACT_EVERY`` micro-batches, the block's partials are compacted beside the next
@@ -63,7 +63,8 @@ class StreamBatch:
         self.speed_role = SpeedRole(spark, p, version)
         self.compiled = 0  # Spark's generated-code compilations at the previous micro-batch's end
         self.progress = ProgressRows(spark, checkpoint)
-        self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, roles, contracts.speed_partials(p, version).name), mode)
+        tables = stream_tables(p.name, roles, contracts.speed_partials(p, version).name)
+        self.log_cleanup = LogCleanup(spark, p.name, tables + [contracts.late(p).name] * ("speed" in roles), mode)
         recovered = self.progress.recover()  # before the query runs: rows a crash left pending
         if recovered:
             print(f"stream: wrote the pending ops.stream_progress rows of {recovered} micro-batch(es)", flush=True)
@@ -116,6 +117,7 @@ class StreamBatch:
             try:
                 if "speed" in self.roles:
                     late = int(stats["late"] or 0)
+                    self.keep_late(from_floor(df, self.floors.get("speed")), wm, late, batch_id)
                     self.speed_role.append(from_floor(df, self.floors.get("speed")), wm, stats["lo"], stats["hi"],
                                            lineage=self.qid, batch_id=batch_id,
                                            write="partials" not in (self.done or set()), steps=self.steps)
@@ -131,6 +133,20 @@ class StreamBatch:
             print(f"stream: batch {batch_id}: {self.steps.line()}, {self.compiled_since()} classes compiled", flush=True)
         finally:
             df.unpersist()
+
+    def keep_late(self, records: Any, wm: datetime | None, late: int, batch_id: int) -> None:
+        """The micro-batch's late events -> ``late.<p>`` (``speed.late_rows``), BEFORE its partials: a
+        new lineage takes over after a micro-batch whose partials landed, so its late rows are there
+        too. A lineage's first micro-batch first deletes the version's rows that it reads again."""
+        from spark_jobs.speed import late_rows
+
+        if batch_id == 0:
+            late_rows.forget_from(self.spark, self.p, self.version, self.floors.get("speed"))
+            self.steps.done("late rows of an earlier lineage forgotten")
+        if late and wm is not None and "late" not in (self.done or set()):
+            late_rows.append(records, self.p, self.speed_role.late(wm), wm, batch_id=batch_id, version=self.version,
+                             lineage=self.qid)
+            self.steps.done("late")
 
     def stats(self, df: Any, wm: datetime | None) -> Any:
         """Per role (its floor applied): records, unusable records, late events, and the event-time

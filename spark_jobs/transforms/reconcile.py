@@ -1,6 +1,6 @@
 """Speed vs batch, per finalized window and aggregate, with the causes of every difference.
 
-``ledger_rows(p, batch_rows, speed_rows, raw_bronze, quarantine)`` returns one row per window and
+``ledger_rows(p, batch_rows, speed_rows, raw_bronze, quarantine, late_records)`` returns one row per window and
 aggregate (the ``ops.reconciliation`` contract minus run id / time):
 
 * ``speed_value`` / ``batch_value`` (doubles), ``abs_error``, ``rel_error`` (abs / |batch|), ``exact``
@@ -8,7 +8,11 @@ aggregate (the ``ops.reconciliation`` contract minus run id / time):
 * ``late_events``: events of the window that the speed count misses (batch count - speed count,
   never negative) - they arrived after the speed layer's watermark had passed the window;
 * ``duplicates_removed``: bronze rows of the window minus distinct event ids;
-* ``quarantined``: quarantined records whose key and timestamp are parseable and fall in the window.
+* ``quarantined``: quarantined records whose key and timestamp are parseable and fall in the window;
+* ``late_rows``: the window's rows in ``late.<p>`` (the records the speed layer left out of it as
+  behind its watermark, duplicates included: ``late_events`` counts distinct events the speed value
+  misses). The window's late records are ``late.<p>`` joined on the keys (``window_key``),
+  ``window_start`` and ``window_end``.
 
 ``summarize(ledger)`` counts, in Spark, over the latest row per window and aggregate: the share of
 windows where the speed layer was exact; per aggregate the windows where it differs (a missing speed
@@ -61,16 +65,19 @@ def quarantined_events(p: Pipeline, quarantine: DataFrame) -> DataFrame:
 
 
 def ledger_rows(p: Pipeline, batch_rows: DataFrame, speed_rows: DataFrame, raw_bronze: DataFrame,
-                quarantine: DataFrame) -> DataFrame:
+                quarantine: DataFrame, late_records: DataFrame) -> DataFrame:
+    """``late_records``: the active speed version's rows of ``late.<p>``."""
     from pyspark.sql import functions as F
 
     grain = list(p.grain)
+    late_counts = late_records.groupBy(*grain).agg(F.count(F.lit(1)).alias("late_rows"))
     aggs = [a.name for a in p.aggregates]
     b = batch_rows.select(*grain, *(F.col(a).cast("double").alias(f"b_{a}") for a in aggs))
     s = speed_rows.select(*grain, *(F.col(a).cast("double").alias(f"s_{a}") for a in aggs))
     joined = (b.join(s, grain, "left")
               .join(window_event_counts(p, raw_bronze, b, "bronze"), grain, "left")
-              .join(window_event_counts(p, quarantined_events(p, quarantine), b, "q"), grain, "left"))
+              .join(window_event_counts(p, quarantined_events(p, quarantine), b, "q"), grain, "left")
+              .join(late_counts, grain, "left"))
     count_agg = next((a.name for a in p.aggregates if a.fn == "count"), None)
     late = (F.greatest(F.lit(0.0), F.col(f"b_{count_agg}") - F.coalesce(F.col(f"s_{count_agg}"), F.lit(0.0)))
             .cast("bigint") if count_agg else F.lit(None).cast("bigint"))
@@ -91,8 +98,10 @@ def ledger_rows(p: Pipeline, batch_rows: DataFrame, speed_rows: DataFrame, raw_b
         late.alias("late_events"),
         (F.coalesce(F.col("bronze_rows"), F.lit(0)) - F.coalesce(F.col("bronze_ids"), F.lit(0))).alias("duplicates_removed"),
         F.coalesce(F.col("q_rows"), F.lit(0)).cast("bigint").alias("quarantined"),
+        F.coalesce(F.col("late_rows"), F.lit(0)).cast("bigint").alias("late_rows"),
         F.explode(F.array(*per_agg)).alias("a"),
-    ).select("window_key", "window_start", "window_end", "a.*", "late_events", "duplicates_removed", "quarantined")
+    ).select("window_key", "window_start", "window_end", "a.*", "late_events", "duplicates_removed", "quarantined",
+             "late_rows")
 
 
 WINDOW = ("window_key", "window_start", "window_end")

@@ -2,7 +2,8 @@
 
 ``EventProducer`` sends ``sensor_readings`` events stamped with the wall clock (so none is later than
 the watermark), one malformed record in 40 and one duplicate (same event id, re-sent) in 25, and
-remembers exactly what it sent. ``assert_exactly_once`` checks every table against that: every Kafka
+remembers exactly what it sent; with ``late_every``, every n-th event is stamped 10 minutes ago (late
+once the job's watermark runs). ``assert_exactly_once`` checks every table against that: every Kafka
 offset of every partition in bronze or quarantine exactly once, bronze equal to the valid records
 sent, the speed table equal to an independent oracle (``speed_helpers.expected_tumbling``).
 Used by test_speed_crash.py (speed job killed) and test_kafka_cluster.py (brokers killed).
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
 PIPELINE, TOPIC = "sensor_readings", "sensor-readings"
+LATE_PREFIX, LATE_BY_MS = "late", 600_000  # 10 minutes: behind the 2-minute watermark once it runs
 
 
 class EventProducer(threading.Thread):
@@ -35,13 +37,14 @@ class EventProducer(threading.Thread):
     producer is idempotent with acks=all (a retry after a broker failure never writes a record twice);
     every send it could not deliver is kept in ``failed``."""
 
-    def __init__(self, cfg: TidewaterConfig, rate: float = 100.0) -> None:
+    def __init__(self, cfg: TidewaterConfig, rate: float = 100.0, late_every: int = 0) -> None:
         super().__init__(daemon=True)
         from kafka import KafkaProducer
 
         self.producer = KafkaProducer(bootstrap_servers=cfg.kafka.bootstrap, acks="all", enable_idempotence=True,
                                       linger_ms=5, delivery_timeout_ms=300_000)
         self.rate, self.stopping, self.paused = rate, threading.Event(), threading.Event()
+        self.late_every = late_every  # every n-th event stamped LATE_BY_MS ago (0: none), never re-sent
         self.valid: list[dict[str, Any]] = []  # every valid record sent, duplicates included
         self.malformed = 0
         self.failed: list[str] = []
@@ -61,10 +64,13 @@ class EventProducer(threading.Thread):
                 self._send(None, b'{"event_id": "broken-%d", "sensor_id": ' % i)
                 self.malformed += 1
             else:
-                if i % 25 == 0 and self.valid:
-                    event = self.valid[-self.rng.randrange(1, min(20, len(self.valid)) + 1)]
+                late = bool(self.late_every) and i % self.late_every == 0
+                on_time = [e for e in self.valid[-20:] if not e["event_id"].startswith(LATE_PREFIX)]
+                if i % 25 == 0 and on_time:
+                    event = on_time[-self.rng.randrange(1, len(on_time) + 1)]
                 else:
-                    event = {"event_id": f"k{i:07d}", "sensor_id": f"s-{i % 7}", "timestamp": int(time.time() * 1000),
+                    event = {"event_id": f"{LATE_PREFIX if late else 'k'}{i:07d}", "sensor_id": f"s-{i % 7}",
+                             "timestamp": int(time.time() * 1000) - (LATE_BY_MS if late else 0),
                              "temperature": round(self.rng.uniform(-5.0, 35.0), 2)}
                 self._send(event["sensor_id"].encode(), json.dumps(event).encode())
                 self.valid.append(event)
@@ -88,8 +94,10 @@ class EventProducer(threading.Thread):
         self.join(300)
 
 
-def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: EventProducer) -> None:
-    """Bronze, quarantine and speed against what ``producer`` sent (call once the job caught up)."""
+def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: EventProducer,
+                        left_out: set[str] | None = None) -> None:
+    """Bronze, quarantine and speed against what ``producer`` sent (call once the job caught up);
+    ``left_out``: the ids of events the speed layer dropped as late (never re-sent by the producer)."""
     from benchmarks.correctness import offset_problems, spark_query
 
     assert not producer.failed, f"sends the brokers never acknowledged: {producer.failed[:5]}"
@@ -109,7 +117,7 @@ def assert_exactly_once(spark: SparkSession, cfg: TidewaterConfig, producer: Eve
     assert by_id == sent_by_id
     assert quarantine.count() == producer.malformed
 
-    expected = expected_tumbling(sent)  # deduplicated on the event id, in plain Python
+    expected = expected_tumbling([e for e in sent if e["event_id"] not in (left_out or set())])  # plain Python
     got = speed_rows(spark, "speed.sensor_readings")
     assert set(got) == set(expected)
     for key, (count, avg, lo, hi) in expected.items():

@@ -72,3 +72,18 @@ def write_speed_rows(spark: Any, p: Any, version: int, rows: Any, mode: str = "a
 
     as_partial_rows(p, version, rows).write.format("delta").mode(mode).saveAsTable(
         naming.speed_partials_table(p.name, version))
+
+
+def expected_late(events: list[dict[str, Any]], watermark_ms: int) -> list[tuple[str, str, int, int, int]]:
+    """The records a micro-batch whose watermark is ``watermark_ms`` leaves out of the speed layer
+    (event time before it), one per one-minute window: (event id, sensor, event time, window start,
+    lateness ms), sorted; duplicates are records too. Plain Python."""
+    return sorted((e["event_id"], e["sensor_id"], e["timestamp"], e["timestamp"] // MINUTE * MINUTE,
+                   watermark_ms - e["timestamp"]) for e in events if e["timestamp"] < watermark_ms)
+
+
+def late_rows(spark: Any, table: str) -> list[Any]:
+    """``late.<p>`` rows with their instants as epoch milliseconds (no host-zone conversion)."""
+    spark.catalog.refreshTable(table)
+    return spark.sql(f"SELECT *, unix_millis(event_time) AS ts, unix_millis(window_start) AS ws, "
+                     f"unix_millis(window_end) AS we, unix_millis(watermark) AS wm FROM {table}").collect()

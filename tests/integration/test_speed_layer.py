@@ -3,8 +3,10 @@
 Phase A: clean events over six minutes for four sensors, plus one record of every malformed
 kind. Phase B (after A is processed): out-of-order events within the watermark, events later than
 the watermark, duplicates of recent events and one duplicate of an old (already late) event.
-Phase C: events that advance the watermark so early windows become final. Then ``tidewater whatif`` on
-that bronze, against a plain-Python oracle (``whatif_oracle``) and what the speed layer really dropped.
+Phase C: events that advance the watermark so early windows become final. The late ones are kept,
+each with the window it missed, in ``late.<p>`` (checked against a plain-Python oracle). Then
+``tidewater whatif`` on that bronze, against a plain-Python oracle (``whatif_oracle``) and what the speed
+layer really dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +17,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+from tests.integration.speed_helpers import (
+    MINUTE,
+    cli,
+    encode,
+    event,
+    expected_late,
+    expected_tumbling,
+    late_rows,
+    send,
+    speed_rows,
+)
 from tests.integration.whatif_oracle import tumbling
 
 if TYPE_CHECKING:
@@ -101,6 +113,29 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     assert {r["query"] for r in progress} == {"ingest", "speed"}
     assert all(r["end_offsets"] and r["batch_duration_ms"] >= 0 for r in progress)
 
+    # late.<p>: exactly the records a plain-Python oracle says the speed layer left out, each with the
+    # window it missed and its lateness at the watermark of the micro-batch that read it (phase A's
+    # largest event time - 2 minutes, for all of phase B and C)
+    watermark_ms = max(e["timestamp"] for e in phase_a) - 2 * MINUTE
+    late_expected = expected_late(ooo + late + dup_recent + dup_old + phase_c, watermark_ms)
+    assert len(late_expected) == 4
+    kept = late_rows(spark, "late.sensor_readings")
+    assert sorted((r.event_id, r.sensor_id, r.ts, r.ws, r.lateness_ms) for r in kept) == late_expected
+    assert all(r.we == r.ws + MINUTE and r.wm == watermark_ms and r.speed_version == 1 for r in kept)
+    assert all(r.window_key == json.dumps({"sensor_id": r.sensor_id}, separators=(",", ":")) for r in kept)
+    # each is its own Kafka record, the one bronze holds under that id and time, and reached Kafka
+    at = {(r.kafka_partition, r.kafka_offset): (r.event_id, r.ts) for r in
+          bronze.selectExpr("kafka_partition", "kafka_offset", "event_id", "unix_millis(event_time) AS ts").collect()}
+    assert all(at[(r.kafka_partition, r.kafka_offset)] == (r.event_id, r.ts) for r in kept)
+    assert len({(r.kafka_partition, r.kafka_offset) for r in kept}) == 4 and all(r.arrival_time for r in kept)
+    # and the counts agree, micro-batch by micro-batch: the rows are the ones counted
+    dropped = {(r["run_id"], r["batch_id"]): r["rows_dropped_by_watermark"] for r in progress
+               if r["query"] == "speed" and r["rows_dropped_by_watermark"]}
+    per_batch: dict[tuple[str, int], int] = {}
+    for r in kept:
+        per_batch[(r.lineage, r.batch_id)] = per_batch.get((r.lineage, r.batch_id), 0) + 1
+    assert per_batch == dropped
+
     # exactness: the batch layer then serves, up to its cutoff, the exact answer over EVERY valid
     # event (the late ones included), deduplicated, computed here in plain Python
     out = cli("batch", "sensor_readings")
@@ -118,6 +153,15 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     late_window = ("s-a", t0 + MINUTE)
     assert batch_rows[late_window].finality == "corrected" and batch_rows[late_window].event_count == 4 + 3
     assert {r.finality for k, r in batch_rows.items() if k != late_window} == {"final"}
+    # the ledger links each window to its late.<p> rows: the corrected window to its 3 late events, the
+    # first window to the late duplicate (which changed no value), every other window to none
+    spark.catalog.refreshTable("ops.reconciliation")
+    ledger = {(json.loads(r.window_key)["sensor_id"], r.ws): (r.late_rows, r.late_events) for r in spark.sql(
+        "SELECT window_key, unix_millis(window_start) AS ws, late_rows, late_events FROM ops.reconciliation "
+        "WHERE pipeline = 'sensor_readings' AND aggregate = 'event_count'").collect()}
+    assert set(ledger) == set(exact)
+    assert ledger[late_window] == (3, 3) and ledger[("s-a", t0)] == (1, 0)
+    assert all(v == (0, 0) for k, v in ledger.items() if k not in (late_window, ("s-a", t0)))
     # as_of names the Delta versions behind each row: the batch table version just published
     published = int(spark.sql("DESCRIBE HISTORY batch.sensor_readings LIMIT 1").collect()[0]["version"])
     assert {r.as_of.split(" (run ")[0] for r in batch_rows.values()} == {f"batch.sensor_readings v{published}"}

@@ -84,13 +84,13 @@ def test_unknown_pipeline_lists_known_ones() -> None:
 
 def test_reserved_columns_are_exactly_the_columns_tidewater_adds() -> None:
     """Every table of every declared pipeline (bronze, quarantine, speed, its partials, batch, staging,
-    serving) and the parser's output: what is not a field or aggregate of the definition is reserved."""
+    late, serving) and the parser's output: what is not a field or aggregate of the definition is reserved."""
     added: set[str] = {c for c, _ in contracts.SERVING_COLUMNS} | set(parse.BRONZE_META) | set(parse.QUARANTINE_COLUMNS)
     for name in declared_pipelines():
         p = load_pipeline(name)
         speed = contracts.speed(p)
         tables = (contracts.bronze(p), contracts.quarantine(p), speed, *speed.requires, contracts.batch(p),
-                  contracts.batch_staging(p))
+                  contracts.batch_staging(p), contracts.late(p))
         own = {*p.schema, *(a.name for a in p.aggregates)}
         added |= {c for table in tables for c in table.column_names if c not in own}
     assert {c for c in added if not c.startswith(RESERVED_PREFIX)} == set(RESERVED_COLUMNS) - set(WORKING_COLUMNS)
