@@ -16,9 +16,11 @@ Events behind the watermark are dropped before the step, as Spark's ``session_wi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakehouse import contracts
+from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.pipeline_spec import FIELD_TYPES
 from spark_jobs.speed import session_state
@@ -95,6 +97,15 @@ def _processor_class() -> type:
             pass
 
     return OpenSessions
+
+
+def require_open_session_state(p: Pipeline, checkpoint: Path) -> None:
+    """Refuse a checkpoint that committed micro-batches of a plan without this step (Spark's
+    ``session_window``): Spark cannot resume its state under another operator."""
+    operators = " ".join(f.read_text(errors="replace") for f in checkpoint.glob("state/*/_metadata/**/*") if f.is_file())
+    if (checkpoint / "commits" / "0").exists() and "transformWithState" not in operators:
+        raise TidewaterError(f"the speed checkpoint {checkpoint} holds session_window state, which the open-session "
+                             f"step cannot resume; build a new speed version from the Kafka log: tidewater replay {p.name}")
 
 
 def open_sessions(p: Pipeline) -> Callable[[DataFrame], DataFrame]:

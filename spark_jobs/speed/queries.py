@@ -25,7 +25,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                   starting_offsets: str | None = None) -> dict[str, Any]:
     from spark_jobs.io import lineage
     from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.speed.open_sessions import open_sessions
+    from spark_jobs.speed.open_sessions import open_sessions, require_open_session_state
     from spark_jobs.speed.session_sink import SessionMerge
     from spark_jobs.speed.sinks import ingest_writer
     from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
@@ -56,6 +56,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     if "speed" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
         table = naming.speed_table(p.name, version)
+        require_open_session_state(p, checkpoint)
         new_speed_lineage(spark, contracts.storage_table(p, version), checkpoint, starting_offsets or cfg.kafka.starting_offsets)
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         sessions = valid_events(events).transform(with_watermark_dedup(p)).transform(open_sessions(p))
