@@ -150,11 +150,12 @@ def test_open_session_is_shown_while_open_extended_merged_and_closed(spark: Spar
     t0 = (int(time.time() * 1000) - 3_600_000) // MINUTE * MINUTE
     sent: list[dict] = []
 
-    def step(events: list[dict], open_after: bool) -> None:
-        """Send ``events``; serving must then show exactly the oracle's sessions of u1, each once,
-        provisional in the speed table while open (``open_after``), final once closed."""
+    def step(events: list[dict], open_after: bool, late: tuple[dict, ...] = ()) -> None:
+        """Send ``events`` (and ``late`` ones, behind the watermark: dropped); serving must then show exactly
+        the oracle's sessions of u1, each once, provisional in the speed table while open (``open_after``),
+        final once closed."""
         sent.extend(events)
-        send(cfg, "game-events", encode(events))
+        send(cfg, "game-events", encode([*events, *late]))
         caught_up = wait_caught_up(cfg, p, timeout=300, job_must_run=True)
         assert caught_up, f"speed did not catch up with {events}; its log:\n{speed_process(cfg, p).tail(80)}"
         want = {k: v for k, v in expected_sessions(sent, gap).items() if k[0] == "u1"}
@@ -182,7 +183,8 @@ def test_open_session_is_shown_while_open_extended_merged_and_closed(spark: Spar
         # bridges both (7.5m < 8m, 7.5m + 5m > 12m): one session [t0, t0 + 17m) replaces the two
         step([play("p4", "u1", t0 + 7 * MINUTE + 30_000, 6), play("p2", "u1", t0 + 3 * MINUTE, 4)], open_after=True)
         assert len(expected_sessions(sent, gap)) == 1
-        # another user moves the watermark to t0 + 30m, past the session's end: it is closed, final
-        step([play("q1", "u2", t0 + 40 * MINUTE, 1)], open_after=False)
+        # another user moves the watermark to t0 + 30m, past the session's end: it is closed, final; a u1
+        # event behind the watermark (t0 + 2m) would have opened a session of its own: it is dropped
+        step([play("q1", "u2", t0 + 40 * MINUTE, 1)], open_after=False, late=(play("l1", "u1", t0 + MINUTE, 100),))
     finally:
         stop_speed(cfg, p)
