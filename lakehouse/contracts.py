@@ -140,7 +140,7 @@ def partial_columns(p: Pipeline) -> tuple[tuple[str, str], ...]:
 def speed(p: Pipeline, version: int = 1) -> Contract:
     """Provisional windowed results; ``is_final`` once the watermark passed. Tumbling and sliding
     windows: a VIEW folding the append-only ``speed_partials`` (``lakehouse.speed_fold``). Session
-    windows: a Delta table that the stateful query upserts (``SpeedMerge``)."""
+    windows: a Delta table of open and closed sessions (``speed.session_sink.SessionMerge``)."""
     columns = (*window_columns(p), ("updated_at", "timestamp"), ("batch_id", "bigint"), ("is_final", "boolean"),
                *partial_columns(p))
     name = naming.speed_table(p.name, version)

@@ -7,7 +7,8 @@ windows, so that no other module compares ``window.type``.
 * ``keeps_state`` (fold): tumbling and sliding windows are fixed intervals whose partials combine, so the
   speed job appends per-micro-batch partials and the ``speed.<p>`` VIEW folds them (``speed_fold``), and an
   incremental batch run folds or recomputes only the touched windows. A session's extent depends on the
-  key's other events: the speed job keeps Spark's state and MERGEs finished sessions (append output), and
+  key's other events: the speed job keeps each key's open sessions in Spark state and MERGEs every change (open
+  ones as provisional rows, closed ones final), and
   a batch run recomputes every session of an affected key.
 * ``end`` (completed by a cutoff): a window is complete once ``end <= cutoff``. For a session that is its
   last event plus the gap (a filter on a session's ``window_end`` is pushed below ``session_window`` and
@@ -16,7 +17,7 @@ windows, so that no other module compares ``window.type``.
   must read beside the new ones).
 * ``bucket_seconds``: fixed windows start and end on whole buckets since the epoch (the slide, or the
   size of a tumbling window): a window is the union of ``size / slide`` buckets.
-* ``output_mode``: the speed query's Spark output mode (sessions support only ``append``).
+* ``output_mode``: the speed query's Spark output mode (``update``: the session query emits every change).
 * ``parts``: the durations a definition's ``window:`` must give.
 """
 
@@ -83,7 +84,7 @@ class Session:
 
     parts: tuple[str, ...] = ("gap",)
     keeps_state: bool = True
-    output_mode: str = "append"
+    output_mode: str = "update"  # transformWithState emits each change of an open session
 
     def assign(self, w: Window) -> Column:
         from pyspark.sql import functions as F

@@ -4,7 +4,7 @@ A sink is called by Spark's ``foreachBatch`` with the micro-batch's rows and its
 writes Delta exactly once per micro-batch id: a micro-batch that Spark re-runs after a crash changes
 nothing that already committed (an idempotent append keyed by ``txnAppId``/``txnVersion``, a MERGE on the
 grain where the newer ``batch_id`` wins, or a check of what the re-run already wrote). The speed layer's
-sinks implement it: ``speed.sinks.SpeedMerge``, ``speed.sinks.ingest_writer`` and ``speed.stream_batch.
+sinks implement it: ``speed.session_sink.SessionMerge``, ``speed.sinks.ingest_writer`` and ``speed.stream_batch.
 StreamBatch``, and ``speed.queries`` hands each query its sink as a ``MicroBatchSink``.
 """
 

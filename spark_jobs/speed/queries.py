@@ -1,7 +1,8 @@
 """The speed job's streaming queries, built from a pipeline definition (``spark_jobs.speed.job`` runs them).
 
 Tumbling and sliding windows: ONE stateless ``stream`` query (``speed.stream_batch``). Session windows:
-an ``ingest`` query and a stateful ``speed`` query (Spark's ``session_window``). A new checkpoint is a
+an ``ingest`` query and a stateful ``speed`` query (``speed.open_sessions``: open sessions shown as they
+change, closed ones final, written by ``speed.session_sink``). A new checkpoint is a
 new lineage; what it does with tables that already hold rows is decided in ``io.lineage``.
 """
 
@@ -25,9 +26,11 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                   starting_offsets: str | None = None) -> dict[str, Any]:
     from spark_jobs.io import lineage
     from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.speed.sinks import SpeedMerge, ingest_writer
+    from spark_jobs.speed.open_sessions import open_sessions, require_open_session_state
+    from spark_jobs.speed.session_sink import SessionMerge
+    from spark_jobs.speed.sinks import ingest_writer
     from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
-    from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
+    from spark_jobs.transforms.windows import with_watermark_dedup
 
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.late(p), contracts.STREAM_PROGRESS)
@@ -54,13 +57,13 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
     if "speed" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
         table = naming.speed_table(p.name, version)
+        require_open_session_state(p, checkpoint)
         new_speed_lineage(spark, contracts.storage_table(p, version), checkpoint, starting_offsets or cfg.kafka.starting_offsets)
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
-        windows = (valid_events(events).transform(with_watermark_dedup(p))
-                   .transform(windowed_aggregate(p, streaming=True)))
-        merge: MicroBatchSink = SpeedMerge(spark, p, table, cfg.mode)
+        sessions = valid_events(events).transform(with_watermark_dedup(p)).transform(open_sessions(p))
+        merge: MicroBatchSink = SessionMerge(spark, p, table, cfg.mode)
         queries["speed"] = (
-            windows.writeStream.queryName(f"{p.name}_speed_v{version}")
+            sessions.writeStream.queryName(f"{p.name}_speed_v{version}")
             .outputMode(kind_of(p.window).output_mode).foreachBatch(merge)
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
@@ -74,7 +77,7 @@ STREAM = "stream"
 def stateless(p: Pipeline) -> bool:
     """Tumbling and sliding windows run as ONE stateless query (``speed.stream_batch``): Kafka read and
     parsed once, per-window partials merged into the speed table. Session windows merge across
-    micro-batches, so they keep Spark's stateful ``session_window`` (ingest and speed queries)."""
+    micro-batches, so they keep their open sessions in Spark state (ingest and speed queries)."""
     return not kind_of(p.window).keeps_state
 
 

@@ -87,3 +87,34 @@ def late_rows(spark: Any, table: str) -> list[Any]:
     spark.catalog.refreshTable(table)
     return spark.sql(f"SELECT *, unix_millis(event_time) AS ts, unix_millis(window_start) AS ws, "
                      f"unix_millis(window_end) AS we, unix_millis(watermark) AS wm FROM {table}").collect()
+
+
+def play(eid: str, user: str, ts: int, points: int) -> dict[str, Any]:
+    """A ``game_sessions`` event."""
+    return {"event_id": eid, "user_id": user, "timestamp": ts, "action": "move", "points": points}
+
+
+def expected_sessions(events: list[dict[str, Any]], gap_ms: int) -> dict[tuple[str, int, int], tuple[int, int, int, int]]:
+    """(user, start ms, end ms) -> (count, points, first ms, last ms) of every session, open or closed: a
+    new session when an event comes a gap or more after the last (plain Python, deduplicated on event id)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for e in events:
+        seen.setdefault(e["event_id"], e)
+    out: dict[tuple[str, int, int], tuple[int, int, int, int]] = {}
+    for user in sorted({e["user_id"] for e in seen.values()}):
+        runs: list[list[dict[str, Any]]] = []
+        for e in sorted((e for e in seen.values() if e["user_id"] == user), key=lambda e: e["timestamp"]):
+            if runs and e["timestamp"] < runs[-1][-1]["timestamp"] + gap_ms:
+                runs[-1].append(e)
+            else:
+                runs.append([e])
+        for run in runs:
+            lo, hi = run[0]["timestamp"], run[-1]["timestamp"]
+            out[(user, lo, hi + gap_ms)] = (len(run), sum(x["points"] for x in run), lo, hi)
+    return out
+
+
+def session_rows(spark: Any, table: str) -> list[Any]:
+    """Every row of ``table`` (a session speed table or ``serving.game_sessions``), times as epoch ms."""
+    spark.catalog.refreshTable(table)
+    return spark.sql(f"SELECT *, unix_millis(window_start) AS ws, unix_millis(window_end) AS we FROM {table}").collect()

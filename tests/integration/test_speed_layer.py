@@ -1,12 +1,16 @@
 """The speed layer end to end on real Kafka, Spark and Delta, with a known event set.
 
-Phase A: clean events over six minutes for four sensors, plus one record of every malformed
+Tumbling windows (``sensor_readings``): phase A: clean events over six minutes for four sensors, plus one record of every malformed
 kind. Phase B (after A is processed): out-of-order events within the watermark, events later than
 the watermark, duplicates of recent events and one duplicate of an old (already late) event.
 Phase C: events that advance the watermark so early windows become final. The late ones are kept,
 each with the window it missed, in ``late.<p>`` (checked against a plain-Python oracle). Then
 ``tidewater whatif`` on that bronze, against a plain-Python oracle (``whatif_oracle``) and what the speed
 layer really dropped.
+
+Session windows (``game_sessions``): one user's session seen in ``serving.game_sessions`` while it is
+open, extended, merged with a second open session, and closed by the watermark, against a plain-Python
+oracle, never twice.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from tests.integration.speed_helpers import (
     encode,
     event,
     expected_late,
+    expected_sessions,
     expected_tumbling,
     late_rows,
+    play,
     send,
+    session_rows,
     speed_rows,
 )
 from tests.integration.whatif_oracle import tumbling
@@ -195,3 +202,53 @@ def test_whatif_replays_this_bronze_as_a_plain_python_oracle_does(spark: SparkSe
     assert corrected == 1
     assert report["delays"][0]["dropped_events"] > 3  # 30 s: the out-of-order events of phase B drop too
     assert report["suggested_delay_seconds"] == 600 and report["delays"][3]["dropped_events"] == 0
+
+
+def test_open_session_is_shown_while_open_extended_merged_and_closed(spark: SparkSession, stack: TidewaterConfig) -> None:
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.speed.control import speed_process, stop_speed, wait_caught_up
+
+    cfg = stack
+    p = load_pipeline("game_sessions", cfg.pipelines)
+    gap = p.window.gap_seconds * 1000
+    t0 = (int(time.time() * 1000) - 3_600_000) // MINUTE * MINUTE
+    sent: list[dict] = []
+
+    def step(events: list[dict], open_after: bool, late: tuple[dict, ...] = ()) -> None:
+        """Send ``events`` (and ``late`` ones, behind the watermark: dropped); serving must then show exactly
+        the oracle's sessions of u1, each once, provisional in the speed table while open (``open_after``),
+        final once closed."""
+        sent.extend(events)
+        send(cfg, "game-events", encode([*events, *late]))
+        caught_up = wait_caught_up(cfg, p, timeout=300, job_must_run=True)
+        assert caught_up, f"speed did not catch up with {events}; its log:\n{speed_process(cfg, p).tail(80)}"
+        want = {k: v for k, v in expected_sessions(sent, gap).items() if k[0] == "u1"}
+        deadline, got = time.monotonic() + 90, {}
+        while time.monotonic() < deadline:
+            rows = [r for r in session_rows(spark, "serving.game_sessions") if r.user_id == "u1"]
+            spans = sorted((r.ws, r.we) for r in rows)
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), f"one session shown twice: {spans}"
+            got = {(r.user_id, r.ws, r.we): (r.event_count, r.total_points, r.first_event_ms, r.last_event_ms)
+                   for r in rows}
+            speed = {(r.ws, r.we): r.is_final for r in session_rows(spark, "speed.game_sessions") if r.user_id == "u1"}
+            if got == want and set(speed.values()) == {not open_after}:
+                break
+            time.sleep(2)
+        assert got == want
+        assert set(speed.values()) == {not open_after}, speed
+        assert {r.source for r in rows} == {"speed"}
+
+    cli("produce", "game_sessions", "--count", "0")  # creates the topic
+    cli("speed", "start", "game_sessions")
+    try:
+        step([play("p1", "u1", t0, 3)], open_after=True)  # open: [t0, t0 + 5m)
+        step([play("p2", "u1", t0 + 3 * MINUTE, 4)], open_after=True)  # extended: [t0, t0 + 8m)
+        step([play("p3", "u1", t0 + 12 * MINUTE, 5)], open_after=True)  # a second open session: [t0 + 12m, t0 + 17m)
+        # bridges both (7.5m < 8m, 7.5m + 5m > 12m): one session [t0, t0 + 17m) replaces the two
+        step([play("p4", "u1", t0 + 7 * MINUTE + 30_000, 6), play("p2", "u1", t0 + 3 * MINUTE, 4)], open_after=True)
+        assert len(expected_sessions(sent, gap)) == 1
+        # another user moves the watermark to t0 + 30m, past the session's end: it is closed, final; a u1
+        # event behind the watermark (t0 + 2m) would have opened a session of its own: it is dropped
+        step([play("q1", "u2", t0 + 40 * MINUTE, 1)], open_after=False, late=(play("l1", "u1", t0 + MINUTE, 100),))
+    finally:
+        stop_speed(cfg, p)
