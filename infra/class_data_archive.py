@@ -8,7 +8,7 @@ archive, 4.4-5.4 s with it; the whole probe 16.1-19.2 s against 9.7-12.0 s.
 
 The archive is valid only for the JVM build and the class path it was dumped with (HotSpot checks
 both and silently runs without it otherwise), so its file name carries a fingerprint of both:
-``.cache/cds/<role>-<fingerprint>.jsa``. ``tidewater setup`` builds it (``tidewater/jvm_archive``);
+``.cache/cds/<role>-<fingerprint>.jsa``. ``tidewater setup`` builds it (``tidewater/class_data_archive_build.py``);
 until it exists drivers start without it, only slower. Warnings about a rejected archive are
 switched off: a JVM's stdout is a command's stdout (``tidewater sql --json``).
 """

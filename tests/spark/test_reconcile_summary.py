@@ -29,7 +29,7 @@ def _row(aggregate: str, window: int, speed: float | None, batch: float, run: st
             "window_end": start + dt.timedelta(minutes=10), "aggregate": aggregate, "speed_value": speed,
             "batch_value": batch, "abs_error": err, "rel_error": None if err is None or not batch else err / abs(batch),
             "exact": speed is not None and err is not None and err <= 1e-9 * max(1.0, abs(batch)),
-            "late_events": 0, "duplicates_removed": 0, "quarantined": 0,
+            "late_events": 0, "late_rows": 0, "duplicates_removed": 0, "quarantined": 0,
             "recorded_at": T0 + dt.timedelta(hours=1 if run == "r1" else 2)}
 
 
