@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from infra.services import airflow
     from infra.spark_session import get_spark
     from lakehouse.pipeline import load_pipeline
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
 
     result: dict[str, Any] = {"benchmark": "dag_run", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "events_per_increment": args.events}

@@ -26,6 +26,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import load_pipeline
+from lakehouse.run_records import BatchRun
 
 PIPELINE = "sensor_readings"
 DUCK_SQL = """
@@ -108,17 +109,17 @@ def late_windows(late_rows: Any, cutoff: Any) -> int:
                .distinct().count())
 
 
-def timed_run(spark: Any, cfg: TidewaterConfig, p: Any, full: bool) -> tuple[dict[str, Any], dict[str, float]]:
-    """What ``tidewater batch`` runs (``batch.recompute``: stage, quality gate, publish under one lock,
+def timed_run(spark: Any, cfg: TidewaterConfig, p: Any, full: bool) -> tuple[BatchRun, dict[str, float]]:
+    """What ``tidewater batch`` runs (``wap.write_audit_publish``: stage, quality gate, publish under one lock,
     timed step by step), then the reconciliation ledger that follows publish: the run and the seconds
     of each step."""
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from spark_jobs.batch.reconcile import record_ledger
     from spark_jobs.shared.step_timer import Steps
 
     steps = Steps()
-    run = batch.recompute(spark, cfg, p, full, steps=steps)
-    record_ledger(spark, cfg, p, run["run_id"])
+    run = batch.write_audit_publish(spark, cfg, p, full, steps=steps)
+    record_ledger(spark, cfg, p, run.run_id)
     steps.done("ledger")
     return run, {k: round(v, 2) for k, v in steps.seconds.items()}
 
@@ -159,35 +160,35 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         bare_s = bare_pyspark_full(spark, cfg, work / f"bare-pyspark-windows-{r}")
         same_dedup_s.append(bare_pyspark_full(spark, cfg, work / f"bare-tidewater-dedup-{r}", tidewater_dedup=True))
         pairs.append((full, full_steps, bare_s))
-        res.add_checks(compare_with_duckdb(spark, con, work, full["cutoff"], f"full round {r + 1}"))
+        res.add_checks(compare_with_duckdb(spark, con, work, full.cutoff, f"full round {r + 1}"))
     full, full_steps, bare_s = pairs[-1]
     full_s, cold_s = recompute_seconds(full_steps), recompute_seconds(pairs[0][1])
     res.metrics["bare_pyspark_full"] = {"seconds": round(bare_s, 2), "rounds_s": [round(b, 2) for _, _, b in pairs],
                                         "with_tidewater_dedup_rounds_s": [round(b, 2) for b in same_dedup_s]}
-    res.metrics["full"] = {"seconds": full_s, "windows": full["windows_written"], "events": full["events_read"],
+    res.metrics["full"] = {"seconds": full_s, "windows": full.windows_written, "events": full.events_read,
                            "steps_s": full_steps, "with_ledger_seconds": round(sum(full_steps.values()), 2),
                            "rounds": [{"seconds": recompute_seconds(st), "steps_s": st} for _, st, _ in pairs]}
     res.metrics["duckdb"] = {"seconds": round(duck_s, 2)}
 
     windows = span_ms // 60_000 * sizes.sensors or sizes.sensors
     late = max(1, int(windows * sizes.late_fraction))
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     for r in range(sizes.incremental_rounds):
         late_rows = fill.events(spark, late, sizes.sensors, start + r * 7_919, step_ms=max(1, span_ms // late),
                                 prefix=f"late{r}-")
         fill.as_bronze(late_rows, "bench-bronze-late").write.format("delta").mode("append").saveAsTable(
             naming.table("bronze", PIPELINE))
         inc, steps = timed_run(spark, cfg, p, full=False)
-        rounds.append({"seconds": recompute_seconds(steps), "windows": inc["windows_written"], "mode": inc["mode"],
+        rounds.append({"seconds": recompute_seconds(steps), "windows": inc.windows_written, "mode": inc.mode,
                        "late_events": late, "steps_s": steps})
-        res.check(f"incremental round {r + 1} was incremental", "incremental", inc["mode"])
+        res.check(f"incremental round {r + 1} was incremental", "incremental", inc.mode)
         res.check(f"incremental round {r + 1} rewrote at least its late windows ending by its cutoff", True,
-                  inc["windows_written"] >= late_windows(late_rows, inc["cutoff"]))
+                  inc.windows_written >= late_windows(late_rows, inc.cutoff))
     duckdb_windows(cfg, con)
     first, warm = rounds[0], sorted(x["seconds"] for x in rounds[1:])
     inc_s, warm_s = first["seconds"], warm[len(warm) // 2]
     res.metrics["incremental"] = {**first, "rounds": rounds, "warm_median_seconds": warm_s}
-    res.add_checks(compare_with_duckdb(spark, con, work, inc["cutoff"], "incremental"))
+    res.add_checks(compare_with_duckdb(spark, con, work, inc.cutoff, "incremental"))
     res.ratios = {"full/duckdb": ratio(full_s, duck_s), "incremental/full (first round)": ratio(inc_s, cold_s),
                   "incremental/full (warm median)": ratio(warm_s, full_s),
                   "bare_pyspark/full (goal >= 0.8)": ratio(bare_s, full_s),
@@ -197,7 +198,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                   "bare_pyspark/full with its ledger": ratio(bare_s, full_s + full_steps["ledger"])}
     if sizes.steady_rounds:  # a full run in the JVM after the incremental rounds: the steady state's other side
         after, after_steps = timed_run(spark, cfg, p, full=True)
-        res.add_checks(compare_with_duckdb(spark, con, work, after["cutoff"], "full run after the incremental rounds"))
+        res.add_checks(compare_with_duckdb(spark, con, work, after.cutoff, "full run after the incremental rounds"))
         steady = steady_state([x["seconds"] for x in rounds], sizes.steady_rounds,
                               [full_s, recompute_seconds(after_steps)])
         res.metrics["steady_state"] = {**steady, "full_after_steps_s": after_steps}
@@ -217,6 +218,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
                      " query over the live bronze files. Incremental: round 1 is the JVM's first incremental run, rounds"
                      " 2+ run warm, as in the long-running job service; the steady state (full size) is the median of the last"
                      " rounds, once the JIT has compiled Spark's planning code, against the faster warm full run")
-    context["bronze_events"] = full["events_read"]
+    context["bronze_events"] = full.events_read
     con.close()
     return res.finish()

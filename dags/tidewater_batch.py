@@ -1,15 +1,16 @@
-"""``tidewater_batch``: write-audit-publish of the batch layer, per pipeline.
+"""``tidewater_batch``: write-audit-publish of the batch layer, per pipeline, one ``tidewater batch`` step a task.
 
-stage (``tidewater batch <p> --stage-only``) -> validate (GX ``staging`` suite on the rows the run staged;
-its verdict is recorded with the run in ``ops.batch_runs``) -> publish (one MERGE into ``batch.<p>``, then
-the serving view moves to the new cutoff: the ``batch.<p>`` and ``serving.<p>`` Assets, which schedule
-``tidewater_quality``) -> reconcile (the published run's speed-vs-batch ledger in ``ops.reconciliation``,
-recorded once, and the summary). A failed validation fails the run before publish: the serving view is
-left exactly as it was. Publish itself refuses a run without a passing verdict on its staged rows, so a
-validate task marked successful publishes nothing. Re-running a published run's publish task writes no
-row; it moves the serving view to the latest published cutoff if a failed refresh left it behind. Absent
-in Kappa mode. Param ``pipeline`` limits a manual run to one pipeline; backfills run from
-the UI (each run recomputes what changed since the last published run).
+stage (``tidewater batch <p> --stage-only``) -> validate (``tidewater batch <p> --audit --run-id ID``: the GX
+``staging`` suite on the rows that run staged; its verdict is recorded with the run in ``ops.batch_runs``) ->
+publish (``--publish --run-id ID``: one MERGE into ``batch.<p>``, then the serving view moves to the new
+cutoff: the ``batch.<p>`` and ``serving.<p>`` Assets, which schedule ``tidewater_quality``) -> reconcile (the
+published run's speed-vs-batch ledger in ``ops.reconciliation``, recorded once, and the summary). The steps
+are ``spark_jobs.batch.wap``'s, the ones plain ``tidewater batch <p>`` runs in one process. A failed validation
+fails the run before publish: the serving view is left exactly as it was. Publish itself refuses a run
+without a passing verdict on its staged rows, so a validate task marked successful publishes nothing.
+Re-running a published run's publish task writes no row; it moves the serving view to the latest published
+cutoff if a failed refresh left it behind. Absent in Kappa mode. Param ``pipeline`` limits a manual run to
+one pipeline; backfills run from the UI (each run recomputes what changed since the last published run).
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from airflow.sdk import Param, TaskGroup, dag, get_current_context, task
 
 from dags.tidewater_common import (
     DEFAULT_ARGS,
-    batch_asset,
     batch_schedule,
     failed,
     last_json,
     mode,
     paused_at_creation,
     pipelines,
+    published_assets,
     run_tidewater,
-    serving_asset,
 )
 from lakehouse.errors import NothingToDo
 
@@ -69,17 +69,16 @@ def pipeline_steps(p: str) -> None:
     def validate(staged: dict, pipeline: str = p) -> str:
         from airflow.sdk.exceptions import AirflowFailException
 
-        proc = run_tidewater("check", pipeline, "--kind", "staging", check=False)
+        proc = run_tidewater("batch", pipeline, "--audit", "--run-id", str(staged["run_id"]), check=False)
         if proc.returncode == 1:  # expectations failed: bad data does not heal by retrying
-            failing = [f for fs in last_json(proc.stdout).get("failures", {}).values() for f in fs]
+            failing = last_json(proc.stdout).get("failures", [])
             raise AirflowFailException(f"quality gate: {staged['staging_table']} not published; " + " | ".join(failing))
-        if proc.returncode != 0:  # infrastructure trouble: let Airflow retry
-            raise failed(proc)
+        skip_if_nothing_to_do(proc, f"run {staged['run_id']} was superseded")  # another failure: Airflow retries
         return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "validated"
 
-    @task(task_id="publish", outlets=[batch_asset(p), serving_asset(p)])
+    @task(task_id="publish", outlets=published_assets(p))  # their events: this task's success records them
     def publish(staged: dict, _validated: str, pipeline: str = p) -> dict:
-        proc = run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]), check=False)
+        proc = run_tidewater("batch", pipeline, "--publish", "--run-id", str(staged["run_id"]), "--by-dag", check=False)
         skip_if_nothing_to_do(proc, f"run {staged['run_id']} was superseded")  # a later run took its place
         return last_json(proc.stdout)
 

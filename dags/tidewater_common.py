@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from infra.services.airflow_assets import LAYERS
 from lakehouse import naming
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,17 +74,20 @@ def quality_schedule() -> Any:
     return AssetAny(*(batch_asset(p) for p in pipelines()))
 
 
+def asset(layer: str, pipeline: str) -> Any:
+    """The Airflow Asset of table ``<layer>.<p>`` (its name and URI: ``lakehouse.naming``)."""
+    from airflow.sdk import Asset
+
+    return Asset(name=naming.table(layer, pipeline), uri=naming.asset_uri(layer, pipeline), group="tidewater")
+
+
 def batch_asset(pipeline: str) -> Any:
-    """The Asset a batch publish updates: ``batch.<p>`` and, in the same step, ``serving.<p>``."""
-    from airflow.sdk import Asset
-
-    return Asset(name=naming.table("batch", pipeline), uri=naming.asset_uri("batch", pipeline), group="tidewater")
+    return asset("batch", pipeline)
 
 
-def serving_asset(pipeline: str) -> Any:
-    from airflow.sdk import Asset
-
-    return Asset(name=naming.table("serving", pipeline), uri=naming.asset_uri("serving", pipeline), group="tidewater")
+def published_assets(pipeline: str) -> list[Any]:
+    """The Assets one batch publish updates (``airflow_assets.LAYERS``): the publish task's outlets."""
+    return [asset(layer, pipeline) for layer in LAYERS]
 
 
 def tidewater_bin() -> str:

@@ -18,7 +18,8 @@ COMMAND_MODULES = (
     "tidewater.commands.stack",      # setup, up, down, status, config show
     "tidewater.commands.produce",    # produce
     "tidewater.commands.speed",      # speed start|stop|status|run
-    "tidewater.commands.layers",     # batch, replay, reconcile, sql
+    "tidewater.commands.batch",      # batch
+    "tidewater.commands.layers",     # serving, replay, reconcile, sql
     "tidewater.commands.beeline",    # beeline (Hive JDBC shell on the Thrift server)
     "tidewater.commands.quality",    # check
     "tidewater.commands.maintenance",  # maintenance

@@ -1,8 +1,13 @@
-"""Asset events for a publish made outside Airflow: plain ``tidewater batch <p>`` publishes ``batch.<p>``
-and ``serving.<p>`` as the DAG's ``publish`` task does, whose outlets record those Assets' events, so the
-data-aware ``tidewater_quality`` follows every publish, not only the DAG's. Through Airflow's REST API
-(``POST /api/v2/assets/events``, a JWT from the generated login), with a few seconds' timeout; the publish
-is done by then, so a missing or unreachable Airflow is reported in one line, never an error.
+"""The Asset events of a batch publish: which Assets it updates (``LAYERS``), and their events when Airflow
+did not run the publish.
+
+Every publish of ``batch.<p>`` (and, in the same step, ``serving.<p>``) records one event for each, so the
+data-aware ``tidewater_quality`` follows it. The DAG's ``publish`` task declares these Assets as its outlets
+(``dags.tidewater_common.published_assets``), and its success records their events; any other publish
+(plain ``tidewater batch <p>``, or ``--publish`` run by hand) records them here (``tidewater batch`` calls
+``record_publish`` after a publish, unless the DAG ran it). Through Airflow's REST API (``POST
+/api/v2/assets/events``, a JWT from the generated login), with a few seconds' timeout; the publish is done
+by then, so a missing or unreachable Airflow is reported in one line, never an error.
 """
 
 from __future__ import annotations

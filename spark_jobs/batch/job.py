@@ -9,25 +9,23 @@ published) stages only windows touched by bronze rows added since the last publi
 version (Change Data Feed) or newly completed (see ``transforms.incremental``). The rows go to
 ``batch.<p>__staging`` (``op``: ``contracts.STAGED_OPS``) and the run is recorded in ``ops.batch_runs``.
 
-Publish (``batch.publish``): the staged rows into ``batch.<p>`` and the serving side, one transaction
-per table, so an interrupted run leaves the previous results intact; then the run's status and the
-serving view. The reconciliation ledger comes after publish (``batch.reconcile``). The CLI
-(``tidewater batch``) is the one entry point; ``recompute`` is stage + gate + publish as one unit.
+The audit and the publish that follow, and the order of the three, belong to ``batch.wap``
+(write-audit-publish), which calls ``compute_stage``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infra.utc import as_utc
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from lakehouse.run_records import BatchRun
 from spark_jobs.batch.bronze import (
     batch_cutoff,
     bronze_changes,
@@ -38,9 +36,7 @@ from spark_jobs.batch.bronze import (
 )
 from spark_jobs.batch.definition import require_one_definition
 from spark_jobs.batch.gate import Audit, GateAlongside
-from spark_jobs.batch.publish import publish_staged
 from spark_jobs.io import batch_runs
-from spark_jobs.shared.locks import batch_lock
 from spark_jobs.shared.step_timer import Steps
 
 if TYPE_CHECKING:
@@ -61,17 +57,9 @@ def staging_rows(p: Pipeline, upserts: DataFrame, deletes: DataFrame | None, run
     return out
 
 
-def stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
-    """Compute a run into ``batch.<p>__staging`` and record it as ``staged`` (under the batch lock)."""
-    with batch_lock(cfg, p.name):
-        run, known, _ = _stage(spark, cfg, p, full)
-        batch_runs.save(spark, run, supersede_staged=True, known=known)
-        return run
-
-
-def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
-           audit: Audit | None = None) -> tuple[dict[str, Any], list[dict[str, Any]] | None, GateAlongside | None]:
-    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (the caller saves it),
+def compute_stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
+           audit: Audit | None = None) -> tuple[BatchRun, list[BatchRun] | None, GateAlongside | None]:
+    """Compute a run into ``batch.<p>__staging``; returns its ``staged`` run record (``batch.wap`` saves it),
     the pipeline's runs as read under the batch lock (None: not read, a full run needs none), and, for an
     incremental run given ``audit``, the gate run on its rows while they were written (``batch.gate``)."""
     from pyspark.sql import functions as F
@@ -97,7 +85,7 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
     cutoff = batch_cutoff(stats["top"], stats["arrived"], p.lateness_seconds)
     known = None if full else batch_runs.runs(spark, p.name)
     last = None if known is None else batch_runs.latest_published(known)
-    if last is not None and (gone := changes_gone(cfg, p, int(last["bronze_version"]), version)):
+    if last is not None and (gone := changes_gone(cfg, p, int(last.bronze_version), version)):
         print(f"batch: {p.name}: {gone}, so the changes since the last published run cannot be read; "
               "recomputing every window (a full run)", flush=True)
         last = None
@@ -109,8 +97,8 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
         steps.done(f"repeated ids ({firsts.n_repeated})")
         upserts, deletes, release = incremental.all_windows(p, firsts.frame, cutoff), None, firsts.release
     else:
-        mode, previous = "incremental", int(last["bronze_version"])
-        old_cutoff = as_utc(last["cutoff"])
+        mode, previous = "incremental", int(last.bronze_version)
+        old_cutoff = as_utc(last.cutoff)
         cutoff = max(as_utc(cutoff), old_cutoff)
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
                       else snapshot.limit(0)).persist()
@@ -133,12 +121,12 @@ def _stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool,
         if gate is not None:
             gate.abandon()
         raise
-    run = {"run_id": run_id, "pipeline": p.name, "mode": mode, "status": "staged", "bronze_version": version,
-           "previous_bronze_version": previous, "cutoff": cutoff,
-           "windows_written": sum(counts.get(op, 0) for op in contracts.WRITTEN_OPS),
-           "windows_deleted": counts.get("delete", 0), "events_read": int(stats["n"]),
-           "duration_ms": int((time.monotonic() - started) * 1000), "staged_at": batch_runs.now(),
-           "staging_version": written}
+    run = BatchRun(run_id=run_id, pipeline=p.name, mode=mode, status="staged", bronze_version=version,
+                   previous_bronze_version=previous, cutoff=cutoff,
+                   windows_written=sum(counts.get(op, 0) for op in contracts.WRITTEN_OPS),
+                   windows_deleted=counts.get("delete", 0), events_read=int(stats["n"]),
+                   duration_ms=int((time.monotonic() - started) * 1000), staged_at=batch_runs.now(),
+                   staging_version=written)
     steps.done("counts")
     steps.report(f"batch: {p.name} stage")
     return run, known, gate
@@ -162,92 +150,16 @@ def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, writt
     return {r["op"]: r["n"] for r in spark.table(staging).groupBy("op").agg(F.count(F.lit(1)).alias("n")).collect()}
 
 
-def validate(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, table: str, rows: int | None = None,
-             docs_later: bool = False, frame: DataFrame | None = None) -> Any:
-    """Run the quality gate; raise if it fails. Fails closed: without the expectations package
-    (an ImportError) nothing can be audited, so nothing is published. ``rows``: the staged upserts,
-    when known; ``docs_later``: the Data Docs pages are still being written when it returns
-    (``runner.validate_table``); ``frame``: the rows being written to ``table``, audited instead of a
-    read of it (``batch.gate``). Returns the gate's outcome."""
-    from expectations import runner
-
-    result = runner.validate_table(cfg, p, "staging", table, spark=spark, rows=rows, docs_later=docs_later,
-                                   frame=frame)
-    if not result.success:
-        result.wait_for_docs()  # the failed run's pages are written before the error says where they are
-        raise TidewaterError(f"batch: quality gate failed on {table}; not published. {result.summary()}")
-    return result
-
-
-def run(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False) -> dict[str, Any]:
-    """Stage + validate + publish (refused in kappa mode), then the run's reconciliation ledger."""
-    from spark_jobs.batch.reconcile import record_ledger
-
-    published = recompute(spark, cfg, p, full)
-    record_ledger(spark, cfg, p, published["run_id"])
-    return published
-
-
-def recompute(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: bool = False,
-              steps: Steps | None = None) -> dict[str, Any]:
-    """Stage + validate + publish (refused in kappa mode). An incremental run's gate audits its rows
-    while they are written (``batch.gate``). The ``staged`` run record is written while the quality gate
-    runs or is awaited and the publish prepares (independent Spark jobs, side by side), and is in
-    ``ops.batch_runs`` before anything is published; the gate's Data Docs pages are written while the publish runs.
-    The gate's verdict is recorded with the run as ``tidewater check --kind staging`` records it: on its
-    ``failed`` row, or on its ``published`` row (no row of its own on the critical path). ``steps``:
-    receives the seconds of stage, validate and publish."""
-    from spark_jobs.shared.background import Background
-
-    refuse_in_kappa(cfg, p)
-    steps = steps or Steps()
-    staging = naming.staging_table("batch", p.name)
-
-    def audit(rows: DataFrame, written: int) -> Any:
-        return validate(spark, cfg, p, staging, rows=written, docs_later=True, frame=rows)
-
-    with batch_lock(cfg, p.name):  # stage, audit and publish as one unit: nobody restages in between
-        staged, known, alongside = _stage(spark, cfg, p, full, audit)
-        steps.done("stage")
-        recording = Background(batch_runs.save, spark, staged, True, known)
-        try:
-            gate = (alongside.verdict() if alongside is not None
-                    else validate(spark, cfg, p, staging, rows=int(staged["windows_written"]), docs_later=True))
-        except TidewaterError as exc:
-            recording.join()
-            batch_runs.save(spark, batch_runs.with_verdict(staged, False, staged["staging_version"], str(exc)))
-            raise
-        steps.done("validate")
-        gated = batch_runs.with_verdict(staged, True, staged["staging_version"])  # published with its verdict
-        try:  # the staged record's commit goes on while the publish prepares, and ends before its rows' commit
-            published = publish_staged(spark, cfg, p, staged["run_id"], just_staged=gated, recorded=recording.join)
-        finally:
-            recording.thread.join()
-            wait_for_report(gate)
-        steps.done("publish")
-        return published
-
-
-def wait_for_report(gate: Any) -> None:
-    """Wait for the gate's Data Docs pages. They report a verdict already acted on: if they fail, one
-    line on stderr says so, and neither a done publish nor a publish's own error becomes another error."""
-    try:
-        gate.wait_for_docs()
-    except Exception as exc:
-        print(f"batch: the quality gate's Data Docs pages were not written ({type(exc).__name__}: {exc}); "
-              "the verdict stands; 'tidewater check' writes new pages", file=sys.stderr, flush=True)
-
-
 def refuse_in_kappa(cfg: TidewaterConfig, p: Pipeline) -> None:
     if cfg.mode == "kappa":
         raise TidewaterError(f"batch: mode is 'kappa', which has no batch layer; {p.name} is served from the speed "
                              f"table (rebuild history with 'tidewater replay {p.name}'), or set mode: lambda")
 
 
-def run_line(run: dict[str, Any]) -> str:
+def run_line(run: BatchRun) -> str:
     """The last stdout line of ``--stage-only`` and ``--publish`` (Airflow reads it)."""
-    return json.dumps({"run_id": run["run_id"], "status": run["status"],
-                       "staging_table": naming.staging_table("batch", run["pipeline"]),
-                       "windows": run["windows_written"], "deleted": run["windows_deleted"],
-                       "cutoff": as_utc(run["cutoff"]).isoformat(sep=" "),
-                       "already_published": bool(run.get("already_published"))})
+    return json.dumps({"run_id": run.run_id, "status": run.status,
+                       "staging_table": naming.staging_table("batch", run.pipeline),
+                       "windows": run.windows_written, "deleted": run.windows_deleted,
+                       "cutoff": as_utc(run.cutoff).isoformat(sep=" "),
+                       "already_published": run.already_published})

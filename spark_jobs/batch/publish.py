@@ -13,24 +13,25 @@ publishing the run again refreshes the view, a no-op once it serves the latest p
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from lakehouse.run_records import BatchRun
 from spark_jobs.io import batch_runs
 from spark_jobs.shared import definition_guard
-from spark_jobs.shared.locks import batch_lock
 from spark_jobs.shared.step_timer import Steps
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], speed_table: str,
+def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, speed_table: str,
                  numbered: int, staged_here: bool = False) -> int:
     """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
     table's new content (full runs, which stage every window and no delete); each row with its served
@@ -43,15 +44,15 @@ def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     from spark_jobs.shared.serving_view import served_select
 
     table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
-    of_run = f"run_id = '{run['run_id']}'"
-    if run["windows_written"] and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
+    of_run = f"run_id = '{run.run_id}'"
+    if run.windows_written and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
         raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
-                             f"{run['run_id']}; stage a new run with 'tidewater batch {p.name} --stage-only'")
+                             f"{run.run_id}; stage a new run with 'tidewater batch {p.name} --stage-only'")
     def rows(version: int) -> DataFrame:
         return spark.sql(served_select(p, speed_table, f"(SELECT * FROM {staging} WHERE {of_run})", version,
                                        extra=", b.op"))
 
-    if run["mode"] == "full":
+    if run.mode == "full":
         replace_rows(spark, rows(numbered).where("op <> 'delete'"), table, contracts.batch(p).column_names)
         return numbered
     ops = staged_ops(cfg, staging)
@@ -89,14 +90,8 @@ def all_matched(cfg: TidewaterConfig, table: str, numbered: int) -> bool:
         return False
 
 
-def publish(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str) -> dict[str, Any]:
-    """Publish the latest staged run (under the batch lock)."""
-    with batch_lock(cfg, p.name):
-        return publish_staged(spark, cfg, p, run_id)
-
-
 def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str,
-             just_staged: dict[str, Any] | None = None, recorded: Callable[[], object] | None = None) -> dict[str, Any]:
+             just_staged: BatchRun | None = None, recorded: Callable[[], object] | None = None) -> BatchRun:
     """MERGE, run status, serving view (the reconciliation ledger follows: ``batch.reconcile``), for a run
     with a passing gate verdict on the rows it staged (``batch_runs.require_passing_verdict``).
     ``just_staged``: the run this caller staged and gated under the batch lock it still holds, so it is the
@@ -109,27 +104,27 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     from spark_jobs.shared.background import Background
     from spark_jobs.shared.serving_view import refresh_view
 
-    if just_staged is not None and just_staged["run_id"] == run_id:
-        run = batch_runs.as_read(just_staged)
+    if just_staged is not None and just_staged.run_id == run_id:
+        run = just_staged.as_read()
     else:
         done = batch_runs.already_published(spark, p.name, run_id)
         if done is not None:  # a retried or cleared publish task: its rows are live; the view is made to
             refresh_view(spark, cfg, p)  # serve them (the latest published cutoff; left alone if it does)
-            return {**done, "already_published": True}
+            return dataclasses.replace(done, already_published=True)
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
     staging = naming.staging_table("batch", p.name)
     batch_runs.require_passing_verdict(run, staging, latest_version(table_path(cfg, staging)))
     started = time.monotonic()
     steps = Steps()
     wait = recorded or (lambda: None)
-    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged["run_id"] == run_id,
+    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged.run_id == run_id,
                  recorded=wait)
     wait()  # also when no row was written: the run's statuses are appended in order
-    run.update(status="published", published_at=batch_runs.now(),
-               duration_ms=int(run["duration_ms"] + (time.monotonic() - started) * 1000))
+    run = dataclasses.replace(run, status="published", published_at=batch_runs.now(),
+                              duration_ms=int(run.duration_ms + (time.monotonic() - started) * 1000))
     recording = Background(batch_runs.save, spark, run)  # independent commits, side by side
     try:
-        refresh_view(spark, cfg, p, cutoff=run["cutoff"])
+        refresh_view(spark, cfg, p, cutoff=run.cutoff)
     except Exception as exc:
         recording.thread.join()  # the rows are published: their record too (or the run stays staged)
         raise view_not_moved(p, run, exc) from exc
@@ -140,16 +135,16 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     return run
 
 
-def view_not_moved(p: Pipeline, run: dict[str, Any], exc: Exception) -> TidewaterError:
+def view_not_moved(p: Pipeline, run: BatchRun, exc: Exception) -> TidewaterError:
     """The run's rows are in ``batch.<p>`` but ``serving.<p>`` still shows the previous cutoff: publishing
     the run again moves the view (``publish_staged``)."""
     cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    return TidewaterError(f"batch: run {run['run_id']} of {p.name} is in {naming.table('batch', p.name)}, but "
+    return TidewaterError(f"batch: run {run.run_id} of {p.name} is in {naming.table('batch', p.name)}, but "
                           f"{naming.table('serving', p.name)} was not moved to its cutoff ({cause}); publish it "
-                          f"again to move the view: 'tidewater batch {p.name} --publish --run-id {run['run_id']}'")
+                          f"again to move the view: 'tidewater batch {p.name} --publish --run-id {run.run_id}'")
 
 
-def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: dict[str, Any], steps: Steps,
+def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, steps: Steps,
                  staged_here: bool = False, recorded: Callable[[], object] = lambda: None) -> None:
     """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
@@ -159,7 +154,7 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     from spark_jobs.io.ops_reader import table_path
     from spark_jobs.shared.serving_view import add_served_columns
 
-    if run["mode"] != "full" and not run["windows_written"] and not run["windows_deleted"]:
+    if run.mode != "full" and not run.windows_written and not run.windows_deleted:
         return  # nothing to write (a MERGE of no rows makes no commit)
     speed = contracts.speed(p, active_version(cfg, p.name))
     contracts.ensure(spark, speed)
@@ -168,12 +163,12 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: di
     recorded()
     numbered = merge_staged(spark, cfg, p, run, speed.name, numbered, staged_here)
     steps.done("batch rows")
-    if not run["windows_written"] and not run["windows_deleted"]:
+    if not run.windows_written and not run.windows_deleted:
         return  # no row to label: a first (full) run of no complete window overwrote an empty table, no commit
-    written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
+    written = settle_as_of(spark, cfg, p, run.run_id, numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")
-    if run["mode"] == "full" and definition_guard.mismatch(cfg, naming.table("batch", p.name), p):
+    if run.mode == "full" and definition_guard.mismatch(cfg, naming.table("batch", p.name), p):
         definition_guard.record(spark, naming.table("batch", p.name), p)  # after the rows: a crash between refuses again
         steps.done("definition recorded")
 

@@ -32,6 +32,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lakehouse.run_records import BatchRun
+
 CLEAN_EVERY = 100
 KEEP_SECONDS = 600
 BRONZE_MARGIN_SECONDS = 3600
@@ -77,7 +79,7 @@ def clean_expired(spark: Any, table: str, keep_after: datetime) -> tuple[int, in
     return before, log_files(log_dir)
 
 
-def protected_bronze_version(runs: list[dict[str, Any]]) -> int | None:
+def protected_bronze_version(runs: list[BatchRun]) -> int | None:
     """The oldest bronze version the batch layer will still read: the latest published run's (the next
     incremental run's Change Data Feed starts after it, its reconciliation reads it), else the oldest
     staged or validated (not yet published) run's; None when no run needs one (pure)."""
@@ -85,8 +87,8 @@ def protected_bronze_version(runs: list[dict[str, Any]]) -> int | None:
 
     latest = batch_runs.latest_published(runs)
     if latest is not None:
-        return int(latest["bronze_version"])
-    staged = [int(r["bronze_version"]) for r in runs if r["status"] in batch_runs.PENDING]
+        return int(latest.bronze_version)
+    staged = [int(r.bronze_version) for r in runs if r.status in batch_runs.PENDING]
     return min(staged) if staged else None
 
 

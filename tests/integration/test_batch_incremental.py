@@ -15,6 +15,7 @@ import pytest
 
 from lakehouse import contracts, naming
 from lakehouse.pipeline import load_pipeline
+from lakehouse.run_records import BatchRun
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -110,9 +111,7 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
 
     from lakehouse.errors import NothingToDo
     from spark_jobs.batch import bronze as batch_bronze
-    from spark_jobs.batch import gate as batch_gate
-    from spark_jobs.batch import job as batch
-    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.batch import wap as batch
     from spark_jobs.io import batch_runs
 
     p = load_pipeline("sensor_readings")
@@ -128,19 +127,19 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     # which the publish must not take for a lost write (a soak's first DAG run would fail on it)
     send([sensor(5000 + i, "s8", i * 5_000, 15.0) for i in range(5)])
     empty = batch.run(spark, cfg, p)
-    assert (empty["mode"], empty["status"], empty["windows_written"]) == ("full", "published", 0)
+    assert (empty.mode, empty.status, empty.windows_written) == ("full", "published", 0)
     assert table_rows(spark, p) == {}
     send([sensor(i, f"s{i % 3}", i * 4_000, 20.0 + i % 7) for i in range(150)])  # 10 minutes
     first = batch.run(spark, cfg, p, full=True)
-    assert first["mode"] == "full" and first["windows_written"] > 0
+    assert first.mode == "full" and first.windows_written > 0
     # later data, late events into already-published windows, and re-sent duplicates
     late = [sensor(1000 + i, f"s{i % 3}", 30_000 + i * 60_000, -3.5 - i) for i in range(4)]
     send([sensor(i, f"s{i % 3}", i * 4_000, 20.0 + i % 7) for i in range(150, 240)] + late + sent[10:20])
     batch_bronze.require_bronze_change(cfg, p)  # the CLI's Spark-free check: bronze has a commit since `first`
     second = batch.run(spark, cfg, p)
-    assert second["mode"] == "incremental"
+    assert second.mode == "incremental"
     assert staged_way(capfd) == "fold"  # late events and re-sent copies fold into the published windows
-    assert second["windows_written"] < len(table_rows(spark, p))
+    assert second.windows_written < len(table_rows(spark, p))
     # a copy of r100 (6:40) with another payload, arriving last, in a late window (1:30): the late
     # window is recomputed, and r100 must still count once, in 6:40, where its first copy is
     copy = {**sent[100], "timestamp": 90_500, "temperature": 77.0, "_arrived_ms": 3_600_000}
@@ -150,12 +149,12 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
     ahead = {**sent[120], "timestamp": 30_700, "temperature": 55.0, "_arrived_ms": 100_000}
     send([sensor(2000, "s1", 90_000, 39.0), sensor(2001, "s9", 60_500, 1.0), copy, ahead] + sent[:5])
     third = batch.run(spark, cfg, p)
-    assert third["mode"] == "incremental" and third["windows_written"] >= 2
+    assert third.mode == "incremental" and third.windows_written >= 2
     assert staged_way(capfd) == "recompute"
     # the run's ledger rows count every copy in bronze against the distinct ids, window by window
     ledger = {(r["window_key"], r["window_start"]): r["duplicates_removed"] for r in spark.table(
-        "ops.reconciliation").where(f"run_id = '{third['run_id']}'").collect()}
-    assert len(ledger) == third["windows_written"]
+        "ops.reconciliation").where(f"run_id = '{third.run_id}'").collect()}
+    assert len(ledger) == third.windows_written
     assert ledger == {k: v for k, v in copies_per_window(sent).items() if k in ledger}
     assert any(ledger.values()), "the re-sent duplicates fall into some of the run's windows"
     # recording the run's ledger again (a retried reconcile task): its MERGE (narrowed to the run's own rows)
@@ -164,13 +163,13 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
 
     per_run = "SELECT run_id, count(*) AS n, sum(duplicates_removed) AS d FROM ops.reconciliation GROUP BY run_id"
     before = sorted(spark.sql(per_run).collect())
-    assert record_ledger(spark, cfg, p, third["run_id"]) == third["windows_written"]
+    assert record_ledger(spark, cfg, p, third.run_id) == third.windows_written
     assert sorted(spark.sql(per_run).collect()) == before and len(before) == 3
     with pytest.raises(NothingToDo, match="run 'no-such-run' of sensor_readings is not published"):
         record_ledger(spark, cfg, p, "no-such-run")  # checked against ops.batch_runs before any SQL
 
     incremental = table_rows(spark, p)
-    assert incremental == exact_sensor_windows(sent, third["cutoff"])
+    assert incremental == exact_sensor_windows(sent, third.cutoff)
     # the run read bronze's row count, latest event time and latest arrival from the Delta log's file
     # statistics (no scan): the same facts a scan of that version finds
     from spark_jobs.io.delta_io import table_version
@@ -184,44 +183,45 @@ def test_sensor_incremental_equals_full_and_exact(spark: SparkSession, cfg: Tide
         scanned["n"], scanned["top"], scanned["arrived"])
     version_before_full = table_version(spark, naming.table("batch", p.name))
     full = batch.run(spark, cfg, p, full=True)
-    assert full["mode"] == "full"
+    assert full.mode == "full"
     assert table_rows(spark, p) == incremental
     # a full run replaces the table's rows in one commit; every row names the batch.<p> version that
     # published it (numbered before that commit), as the serving view shows it
     published = spark.table(naming.table("batch", p.name)).collect()
     batch_version = overwrite_version(spark, version_before_full)
     assert {r["as_of"] for r in published} == {
-        f"batch.sensor_readings v{batch_version} (run {full['run_id']}, bronze v{version})"}
+        f"batch.sensor_readings v{batch_version} (run {full.run_id}, bronze v{version})"}
     assert {r["finality"] for r in published} <= {"final", "corrected"} and len(published) == len(incremental)
     again = batch.run(spark, cfg, p)  # nothing new: same table
-    assert again["windows_written"] == 0 and table_rows(spark, p) == incremental
+    assert again.windows_written == 0 and table_rows(spark, p) == incremental
     # so the CLI (and the DAG's stage task) ends such a run before Spark: exit 3, one line naming the run
-    with pytest.raises(NothingToDo, match=f"is still at v{version}, which run {again['run_id']} published;"):
+    with pytest.raises(NothingToDo, match=f"is still at v{version}, which run {again.run_id} published;"):
         batch_bronze.require_bronze_change(cfg, p)
     # two runs staged in turn (the DAG's stage task, then a manual one): only the later one can publish
     older, newer = batch.stage(spark, cfg, p), batch.stage(spark, cfg, p)
     with pytest.raises(NothingToDo) as err:  # not a failure (exit 3): the DAG's publish task is skipped
-        batch_publish.publish(spark, cfg, p, older["run_id"])
-    assert str(err.value) == (f"batch: run {older['run_id']} of sensor_readings was superseded by run "
-                              f"{newer['run_id']} (staged), staged after it; nothing to publish")
-    batch_gate.check_staged(spark, cfg, p, build_docs=False)  # the DAG's validate task: the newer run's rows pass
-    assert batch_publish.publish(spark, cfg, p, newer["run_id"])["status"] == "published"
-    with pytest.raises(NothingToDo, match=f"superseded by run {newer['run_id']} \\(published\\), staged after it;"):
-        batch_publish.publish(spark, cfg, p, older["run_id"])
-    statuses = {r["run_id"]: r["status"] for r in batch_runs.runs(spark, p.name)}
+        batch.publish(spark, cfg, p, older.run_id)
+    assert str(err.value) == (f"batch: run {older.run_id} of sensor_readings was superseded by run "
+                              f"{newer.run_id} (staged), staged after it; nothing to publish")
+    batch.audit(spark, cfg, p, build_docs=False)  # the DAG's validate task: the newer run's rows pass
+    assert batch.publish(spark, cfg, p, newer.run_id).status == "published"
+    with pytest.raises(NothingToDo, match=f"superseded by run {newer.run_id} \\(published\\), staged after it;"):
+        batch.publish(spark, cfg, p, older.run_id)
+    statuses = {r.run_id: r.status for r in batch_runs.runs(spark, p.name)}
     # the runs as read from the table's log and files are the runs Spark reads, value for value
     by_spark = batch_runs.current_runs([r.asDict() for r in spark.table("ops.batch_runs").collect()
                                         if r["pipeline"] == p.name])
-    assert batch_runs.runs(spark, p.name) == by_spark and len(by_spark) == len(statuses) >= 7
+    assert batch_runs.runs(spark, p.name) == [BatchRun.from_row(r) for r in by_spark]
+    assert len(by_spark) == len(statuses) >= 7
     assert batch_runs.rows_from_log(spark) is not None  # read so, not by the Spark fallback
-    assert all(statuses[r["run_id"]] == "published" for r in (first, second, third, full, again, newer))
-    assert statuses[older["run_id"]] == "superseded"
+    assert all(statuses[r.run_id] == "published" for r in (first, second, third, full, again, newer))
+    assert statuses[older.run_id] == "superseded"
     # the run log: one row per run and status it reached, appended
     logged = {r["run_id"]: tuple(r["s"]) for r in spark.table("ops.batch_runs").groupBy("run_id").agg(
         F.sort_array(F.collect_list("status")).alias("s")).collect()}
-    assert {logged[r["run_id"]] for r in (first, second, third, full, again)} == {("published", "staged")}
-    assert logged[newer["run_id"]] == ("published", "staged", "validated")
-    assert logged[older["run_id"]] == ("staged", "superseded")
+    assert {logged[r.run_id] for r in (first, second, third, full, again)} == {("published", "staged")}
+    assert logged[newer.run_id] == ("published", "staged", "validated")
+    assert logged[older.run_id] == ("staged", "superseded")
 
 
 def play(i: int, user: str, minute: float, points: int) -> dict:
@@ -249,7 +249,7 @@ def exact_sessions(events: list[dict], gap_ms: int, cutoff: datetime) -> dict:
 
 
 def test_sessions_incremental_equals_full_after_merging_late_event(spark: SparkSession, cfg: TidewaterConfig) -> None:
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
 
     p = load_pipeline("game_sessions")
     bronze = Bronze(spark, p)
@@ -269,16 +269,16 @@ def test_sessions_incremental_equals_full_after_merging_late_event(spark: SparkS
     # a late u1 event at minute 5 merges both sessions; a duplicate; u2 keeps playing
     send([play(5, "u1", 5, 100), first_batch[0]] + [play(100 + i, "u2", 42 + i * 2, 3) for i in range(5)])
     second = batch.run(spark, cfg, p)
-    assert second["mode"] == "incremental" and second["windows_deleted"] >= 1
+    assert second.mode == "incremental" and second.windows_deleted >= 1
     # a late event for u3 right after its session, and a new user
     send([play(6, "u3", 7.5, 50), play(7, "u4", 1, 9)])
     third = batch.run(spark, cfg, p)
     incremental = table_rows(spark, p)
     assert [k for k in incremental if k[0] == "u1"] == [("u1", T0, T0 + timedelta(minutes=14))]
-    assert incremental == exact_sessions(sent, 5 * 60_000, third["cutoff"])
+    assert incremental == exact_sessions(sent, 5 * 60_000, third.cutoff)
     batch.run(spark, cfg, p, full=True)
     assert table_rows(spark, p) == incremental
-    assert first["mode"] == "full"
+    assert first.mode == "full"
 
 
 def ride(i: int, lift: str, minute: float, skier: str, arrived_minute: float | None = None) -> dict:
@@ -305,7 +305,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
     an id with another skier loses to the first; then the cutoff moves within a slide (no window completes).
     After each incremental run the table equals a hand computation, and a full run changes nothing. Last,
     VACUUM deletes the changes an incremental run would read: the run falls back to a full one."""
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
 
     p = load_pipeline("lift_rides")
     assert (p.window.type, p.window.size, p.window.slide) == ("sliding", "10 minutes", "5 minutes")
@@ -316,15 +316,15 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
         sent.extend(events)
         bronze.append(events)
 
-    def check(run: dict) -> dict:
+    def check(run: BatchRun) -> dict:
         rows = table_rows(spark, p)
-        assert rows == exact_sliding_windows(sent, 10, 5, run["cutoff"]), run
+        assert rows == exact_sliding_windows(sent, 10, 5, run.cutoff), run
         return rows
 
     # minutes 0-30 on two lifts: the cutoff (latest - 5 minutes) is 12:25, so windows end by 12:25
     send([ride(i, f"L{i % 2}", i * 0.75, f"k{i % 7}") for i in range(41)])
     first = batch.run(spark, cfg, p)
-    assert first["mode"] == "full" and first["cutoff"] == T0 + timedelta(minutes=25), first
+    assert first.mode == "full" and first.cutoff == T0 + timedelta(minutes=25), first
     after_first = check(first)
     # late: 12:12 (windows 12:05-12:15 and 12:10-12:20, both published), 12:24.5 (12:15-12:25, published,
     # and 12:20-12:30, which completes exactly at the new cutoff 12:30), 12:29.9 (12:20-12:30 and the open
@@ -332,7 +332,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
     send([ride(100, "L0", 12, "late-a", 31), ride(101, "L1", 24.5, "late-b", 31), ride(102, "L1", 29.9, "late-c", 32),
           {**ride(3, "L1", 2.25, "impostor"), "_arrived_ms": 33 * 60_000}, ride(103, "L0", 35, "k1")])
     second = batch.run(spark, cfg, p)
-    assert second["mode"] == "incremental" and second["cutoff"] == T0 + timedelta(minutes=30), second
+    assert second.mode == "incremental" and second.cutoff == T0 + timedelta(minutes=30), second
     after_second = check(second)
     published = ("L0", T0 + timedelta(minutes=5), T0 + timedelta(minutes=15))
     assert after_second[published] == (after_first[published][0] + 1, after_first[published][1] + 1)  # late-a
@@ -341,7 +341,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
     # the cutoff moves within a slide (12:30 -> 12:32: no window completes); a late ride at 12:03
     send([ride(104, "L0", 3, "late-d", 36), ride(105, "L1", 37, "k2")])
     third = batch.run(spark, cfg, p)
-    assert third["mode"] == "incremental" and third["cutoff"] == T0 + timedelta(minutes=32), third
+    assert third.mode == "incremental" and third.cutoff == T0 + timedelta(minutes=32), third
     incremental = check(third)
     batch.run(spark, cfg, p, full=True)
     assert table_rows(spark, p) == incremental
@@ -353,7 +353,7 @@ def test_sliding_incremental_equals_full_at_and_across_the_cutoff(spark: SparkSe
     capfd.readouterr()
     fourth = batch.run(spark, cfg, p)
     assert "cannot be read; recomputing every window (a full run)" in capfd.readouterr().out
-    assert (fourth["mode"], fourth["status"]) == ("full", "published"), fourth
+    assert (fourth.mode, fourth.status) == ("full", "published"), fourth
     check(fourth)
 
 
@@ -377,7 +377,7 @@ def test_two_batch_runs_at_once_both_publish_the_same_table(spark: SparkSession,
     every window of batch.<p>). Runs after the sensor test, over its bronze table."""
     import threading
 
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
 
     p = load_pipeline("sensor_readings")
     before = table_rows(spark, p)
@@ -395,10 +395,10 @@ def test_two_batch_runs_at_once_both_publish_the_same_table(spark: SparkSession,
         t.start()
     for t in threads:
         t.join(600)
-    assert len(results) == 2 and all(isinstance(r, dict) for r in results), results
-    runs = [r for r in results if isinstance(r, dict)]  # all of them (asserted above)
-    assert [r["status"] for r in runs] == ["published", "published"]
-    assert [r["windows_written"] for r in runs] == [len(before)] * 2
+    assert len(results) == 2 and all(isinstance(r, BatchRun) for r in results), results
+    runs = [r for r in results if isinstance(r, BatchRun)]  # all of them (asserted above)
+    assert [r.status for r in runs] == ["published", "published"]
+    assert [r.windows_written for r in runs] == [len(before)] * 2
     assert table_rows(spark, p) == before
 
 
@@ -408,7 +408,7 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     another commit lands in between (here a property change, as the maintenance DAG's commits can),
     the rows are relabelled with the version their commit really got. Runs after the sensor test."""
     from lakehouse.speed_versions import active_version
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from spark_jobs.batch.publish import merge_staged, settle_as_of
     from spark_jobs.io.delta_io import table_version
     from spark_jobs.shared.locks import batch_lock
@@ -418,14 +418,14 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     run = batch.stage(spark, cfg, p, full=True)
     with batch_lock(cfg, p.name):
         numbered = table_version(spark, table) + 1
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run['run_id']}')")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run.run_id}')")
         merge_staged(spark, cfg, p, run, naming.speed_table(p.name, active_version(cfg, p.name)), numbered)
-        written = settle_as_of(spark, cfg, p, run["run_id"], numbered)
+        written = settle_as_of(spark, cfg, p, run.run_id, numbered)
     assert written == overwrite_version(spark, numbered - 1) == numbered + 1
     labels = {r["as_of"] for r in spark.table(table).collect()}
-    assert labels == {f"{table} v{written} (run {run['run_id']}, bronze v{run['bronze_version']})"}, labels
+    assert labels == {f"{table} v{written} (run {run.run_id}, bronze v{run.bronze_version})"}, labels
     # and without an interleaved commit nothing is relabelled
-    assert settle_as_of(spark, cfg, p, run["run_id"], written) == written
+    assert settle_as_of(spark, cfg, p, run.run_id, written) == written
     assert {r["as_of"] for r in spark.table(table).collect()} == labels
 
 
@@ -475,7 +475,7 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     from lakehouse.errors import TidewaterError
     from lakehouse.pipeline import Aggregate, Window
     from lakehouse.speed_versions import active_version, set_active_version
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from spark_jobs.io.delta_io import table_version
     from spark_jobs.shared.serving_view import view_text
     from spark_jobs.speed.queries import start_queries
@@ -512,8 +512,8 @@ def test_a_changed_definition_is_never_mixed_into_old_windows(spark: SparkSessio
     published = batch.run(spark, cfg, more, full=True)  # its staging suite does not check the new sum
     assert "total_temperature" in spark.table(table).columns  # the overwrite replaced the schema too
     as_of = {r["as_of"] for r in spark.table(table).select("as_of").distinct().collect()}
-    assert as_of == {f"{table} v{table_version(spark, table) - 1} (run {published['run_id']}, "
-                     f"bronze v{published['bronze_version']})"}, as_of  # the replacing commit; then the definition's
+    assert as_of == {f"{table} v{table_version(spark, table) - 1} (run {published.run_id}, "
+                     f"bronze v{published.bronze_version})"}, as_of  # the replacing commit; then the definition's
     set_active_version(cfg, p.name, 1, previous=2)
 
     batch.run(spark, cfg, p, full=True)  # the original definition, in full: as before, served with the speed layer
@@ -588,8 +588,8 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
 
     from delta.tables import DeltaTable
 
-    from spark_jobs.batch import job as batch
     from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.batch import wap as batch
     from spark_jobs.io import batch_runs
 
     p = dataclasses.replace(load_pipeline("sensor_readings"), name="fold_probe")
@@ -597,15 +597,15 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
     bronze = Bronze(spark, p)
     sent = [sensor(i, f"s{i % 2}", i * 4_000, 10.0 + i % 5) for i in range(150)]  # 10 minutes
     bronze.append(sent)
-    def passed_gate(run: dict) -> dict:
+    def passed_gate(run: BatchRun) -> BatchRun:
         """fold_probe has no GX suite of its own: its runs get the passing verdict the gate would record."""
-        batch_runs.save(spark, batch_runs.with_verdict(run, True, run["staging_version"]))
+        batch_runs.save(spark, run.with_verdict(True, run.written_version()))
         return run
 
     full = passed_gate(batch.stage(spark, cfg, p, full=True))
-    batch_publish.publish(spark, cfg, p, full["run_id"])
+    batch.publish(spark, cfg, p, full.run_id)
 
-    def late_round(first_id: int) -> dict:
+    def late_round(first_id: int) -> BatchRun:
         late = [sensor(first_id + i, f"s{i % 2}", 60_000 + i * 61_000, -1.0 - i) for i in range(3)]  # 1:00-3:02
         bronze.append(late)
         sent.extend(late)
@@ -616,18 +616,18 @@ def test_a_fold_of_known_windows_merges_without_inserts_and_never_loses_one(spar
 
     staged = late_round(900)
     assert batch_publish.staged_ops(cfg, staging) == ("update",)
-    published = batch_publish.publish(spark, cfg, p, staged["run_id"])
+    published = batch.publish(spark, cfg, p, staged.run_id)
     merge = last_merge()
     assert (merge["operation"], merge["operationParameters"]["notMatchedPredicates"]) == ("MERGE", "[]")
-    assert table_rows(spark, p) == exact_sensor_windows(sent, published["cutoff"])
+    assert table_rows(spark, p) == exact_sensor_windows(sent, published.cutoff)
 
     staged = late_round(950)
     spark.sql(f"DELETE FROM {table} WHERE sensor_id = 's0' AND window_start = TIMESTAMP '2026-03-01 12:01:00'")
-    published = batch_publish.publish(spark, cfg, p, staged["run_id"])
+    published = batch.publish(spark, cfg, p, staged.run_id)
     assert last_merge()["operationParameters"]["notMatchedPredicates"] != "[]"  # the second MERGE, with inserts
-    assert table_rows(spark, p) == exact_sensor_windows(sent, published["cutoff"])
-    as_of = {r["as_of"] for r in spark.table(table).where(f"run_id = '{staged['run_id']}'").select("as_of").collect()}
-    assert as_of == {f"{table} v{last_merge()['version']} (run {staged['run_id']}, bronze v{staged['bronze_version']})"}
+    assert table_rows(spark, p) == exact_sensor_windows(sent, published.cutoff)
+    as_of = {r["as_of"] for r in spark.table(table).where(f"run_id = '{staged.run_id}'").select("as_of").collect()}
+    assert as_of == {f"{table} v{last_merge()['version']} (run {staged.run_id}, bronze v{staged.bronze_version})"}
 
 
 def test_an_incremental_run_whose_rows_fail_the_gate_publishes_nothing(spark: SparkSession,
@@ -637,20 +637,20 @@ def test_an_incremental_run_whose_rows_fail_the_gate_publishes_nothing(spark: Sp
     nothing of the run is published. The audited rows are the staged ones. Runs last in this module, over
     the sensor test's bronze (the bad event stays in it)."""
     from lakehouse.errors import TidewaterError
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from spark_jobs.io import batch_runs
 
     p = load_pipeline("sensor_readings")
     before = table_rows(spark, p)
     assert (12, 2) in {(k[1].hour, k[1].minute) for k in before}, "the 12:02 windows are published"
-    failed_before = {r["run_id"] for r in batch_runs.runs(spark, p.name) if r["status"] == "failed"}
+    failed_before = {r.run_id for r in batch_runs.runs(spark, p.name) if r.status == "failed"}
     cached_before = cached_frames(spark)
     Bronze(spark, p).append([sensor(7000, "s1", 150_000, 99.0)])  # 12:02:30; the range is [-90, 70]
     with pytest.raises(TidewaterError, match=r"(?s)quality gate failed on batch\.sensor_readings__staging.*max_temperature.*\[99\.0\]"):
         batch.run(spark, cfg, p)
     assert table_rows(spark, p) == before
-    failed = [r for r in batch_runs.runs(spark, p.name) if r["status"] == "failed" and r["run_id"] not in failed_before]
-    assert [r["mode"] for r in failed] == ["incremental"]
-    staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{failed[0]['run_id']}'")
+    failed = [r for r in batch_runs.runs(spark, p.name) if r.status == "failed" and r.run_id not in failed_before]
+    assert [r.mode for r in failed] == ["incremental"]
+    staged = spark.table(naming.staging_table("batch", p.name)).where(f"run_id = '{failed[0].run_id}'")
     assert staged.where("sensor_id = 's1' AND max_temperature = 99.0").count() == 1
     assert cached_frames(spark) == cached_before  # the gate's cache of the staged rows was released

@@ -397,7 +397,7 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
     is one the tables held: ``serving`` sums to the bronze count before, during and after both changes."""
     import threading
 
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from spark_jobs.replay import job as replay
     from spark_jobs.shared.serving_view import refresh_view
 
@@ -450,7 +450,7 @@ def test_clients_see_no_failure_across_a_publish_and_a_replay_switch(spark: Spar
         for t in threads:
             t.join(600)
     assert failures == [], (failures[:10], _server_errors(cfg))
-    published = run["windows_written"]
+    published = run.windows_written
     assert 0 < published < 30, run  # some windows from batch, the newest still from speed
     by_kind = {k: {v for kind, v in answers if kind == k} for k in queries}
     if by_kind["serving"] != {events}:

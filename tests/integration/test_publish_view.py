@@ -21,6 +21,7 @@ import pytest
 
 from lakehouse import contracts, naming
 from lakehouse.pipeline import Pipeline, load_pipeline
+from lakehouse.run_records import BatchRun
 from tests.integration.speed_helpers import write_speed_rows
 
 if TYPE_CHECKING:
@@ -102,14 +103,14 @@ def served(spark: SparkSession, p: Pipeline, source: str) -> set[tuple[Any, ...]
     return result_rows(spark.table(naming.table("serving", p.name)).where(f"source = '{source}'"))
 
 
-def stage_and_check(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
-    """``tidewater batch <p> --stage-only`` then ``tidewater check <p> --kind staging`` (passing), as the
+def stage_and_check(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> BatchRun:
+    """``tidewater batch <p> --stage-only`` then ``tidewater batch <p> --audit --run-id ID`` (passing), as the
     DAG's stage and validate tasks run them."""
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
     from tidewater.cli import run
 
     staged = batch.stage(spark, cfg, p)
-    assert run(["check", p.name, "--kind", "staging", "--no-docs"]) == 0
+    assert run(["batch", p.name, "--audit", "--run-id", staged.run_id, "--no-docs"]) == 0
     return staged
 
 
@@ -121,7 +122,7 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
     from pyspark.sql import functions as F
 
     from lakehouse.speed_versions import active_version, set_active_version
-    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.batch import wap
     from spark_jobs.io import batch_runs
     from spark_jobs.shared import serving_view as serving
     from spark_jobs.shared.background import Background
@@ -150,7 +151,7 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
             serving.refresh_view(spark, cfg, p, speed_version=2)
             set_active_version(cfg, p.name, 2, previous=1)
 
-    publishing = Background(batch_publish.publish, spark, cfg, p, staged["run_id"])
+    publishing = Background(wap.publish, spark, cfg, p, staged.run_id)
     assert at_replace.wait(600), "the publish never reached its view replace"
     switching = Background(switch_to_v2)
     switching.thread.join(5)  # it waits for the publish's refresh to end, or switches right away
@@ -162,7 +163,7 @@ def test_a_replay_switch_during_a_publish_leaves_serving_on_the_active_version(
     assert active_version(cfg, p.name) == 2
     cutoff = batch_runs.published_cutoff(spark, p.name)
     last = batch_runs.last_published(spark, p.name)
-    assert cutoff is not None and last is not None and last["run_id"] == staged["run_id"]
+    assert cutoff is not None and last is not None and last.run_id == staged.run_id
     above = F.col("window_end") > F.lit(cutoff)
     active = result_rows(spark.table(naming.speed_table(p.name, 2)).where(above))
     frozen = result_rows(spark.table(naming.speed_table(p.name, 1)).where(above))
@@ -182,7 +183,7 @@ def test_a_publish_whose_view_refresh_failed_moves_the_view_when_published_again
     from pyspark.sql import functions as F
 
     from infra.utc import as_utc
-    from spark_jobs.batch import publish as batch_publish
+    from spark_jobs.batch import wap
     from spark_jobs.io import batch_runs
 
     p = load_pipeline(PIPELINE)
@@ -191,25 +192,25 @@ def test_a_publish_whose_view_refresh_failed_moves_the_view_when_published_again
     previous = as_utc(published)
     Bronze(spark, p).append(600, 840)  # minutes 10-14: windows up to 12:11 complete
     staged = stage_and_check(spark, cfg, p)
-    cutoff = as_utc(staged["cutoff"])
+    cutoff = as_utc(staged.cutoff)
     assert cutoff > previous
     refusing = spark.newSession()
     refusing.conf.set("spark.sql.runSQLOnFiles", "false")
     with pytest.raises(Exception) as failure:  # noqa: PT011 - the view's error, whatever Spark calls it
-        batch_publish.publish(refusing, cfg, p, staged["run_id"])
+        wap.publish(refusing, cfg, p, staged.run_id)
     batch = spark.table(naming.table("batch", p.name))
-    assert batch.where(f"run_id = '{staged['run_id']}'").count() > 0, "the MERGE did not commit"
+    assert batch.where(f"run_id = '{staged.run_id}'").count() > 0, "the MERGE did not commit"
     deadline = time.monotonic() + 60  # the run record's commit: joined before the error, or still under way
-    while batch_runs.already_published(spark, p.name, staged["run_id"]) is None:
+    while batch_runs.already_published(spark, p.name, staged.run_id) is None:
         assert time.monotonic() < deadline, "the run was not recorded published"
         time.sleep(0.5)
     assert served(spark, p, "batch") == result_rows(batch.where(F.col("window_end") <= F.lit(previous))), \
         "the view moved although its refresh failed"
 
-    again = batch_publish.publish(spark, cfg, p, staged["run_id"])
-    assert again["already_published"] and again["run_id"] == staged["run_id"]
+    again = wap.publish(spark, cfg, p, staged.run_id)
+    assert again.already_published and again.run_id == staged.run_id
     expected = result_rows(batch.where(F.col("window_end") <= F.lit(cutoff)))
     assert any(as_utc(r[2]) > previous for r in expected), "the run publishes windows past the previous cutoff"
     assert served(spark, p, "batch") == expected, "serving keeps the previous cutoff"
     message = str(failure.value)
-    assert len(message.splitlines()) == 1 and f"--publish --run-id {staged['run_id']}" in message, message
+    assert len(message.splitlines()) == 1 and f"--publish --run-id {staged.run_id}" in message, message

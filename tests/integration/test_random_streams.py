@@ -95,13 +95,13 @@ def test_random_streams_serving_equals_oracle(spark: Any, stack: Any) -> None:
             stop_speed(cfg, pipes[n])
     print(f"seed {SEED}: speed phases done in {time.monotonic() - started:.0f}s")
 
-    from spark_jobs.batch import job as batch
+    from spark_jobs.batch import wap as batch
 
     problems: list[str] = []
     for n, p in pipes.items():
         s, exp = scenarios[n], expected[n]
         run = batch.run(spark, cfg, p)
-        assert run["status"] == "published", f"[seed {SEED}] {n}: batch run {run}"
+        assert run.status == "published", f"[seed {SEED}] {n}: batch run {run}"
         found = [f"{n}: {d}" for d in check_pipeline(spark, cfg, p, s, exp, records[n], read_rows)]
         problems += found
         print(f"seed {SEED}: {n} checked at {time.monotonic() - started:.0f}s: {len(found)} problems, "

@@ -1,4 +1,4 @@
-"""A batch run's Data Docs pages are a report of a verdict already acted on (``batch.wait_for_report``)."""
+"""A batch run's Data Docs pages are a report of a verdict already acted on (``batch.wap.wait_for_report``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class Pages:
 
 
 def test_pages_that_fail_leave_one_line_and_no_error(capsys: pytest.CaptureFixture[str]) -> None:
-    from spark_jobs.batch.job import wait_for_report
+    from spark_jobs.batch.wap import wait_for_report
 
     pages = Pages(OSError("disk full"))
     wait_for_report(pages)
@@ -28,7 +28,7 @@ def test_pages_that_fail_leave_one_line_and_no_error(capsys: pytest.CaptureFixtu
 
 
 def test_pages_written_say_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    from spark_jobs.batch.job import wait_for_report
+    from spark_jobs.batch.wap import wait_for_report
 
     pages = Pages(None)
     wait_for_report(pages)

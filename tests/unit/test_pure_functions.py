@@ -166,10 +166,12 @@ def test_every_streaming_query_cleans_the_logs_of_the_tables_it_commits_to() -> 
 
 
 def test_the_batch_layers_oldest_needed_bronze_version_and_its_checkpoint(tmp_path: Path) -> None:
+    from lakehouse.run_records import BatchRun
     from spark_jobs.speed.log_cleanup import checkpoint_before, protected_bronze_version
 
-    def run(status: str, version: int, at: int) -> dict[str, object]:
-        return {"status": status, "bronze_version": version, "published_at": datetime(2026, 11, 28, at, tzinfo=UTC)}
+    def run(status: str, version: int, at: int) -> BatchRun:
+        return BatchRun.from_row({"status": status, "bronze_version": version,
+                                  "published_at": datetime(2026, 11, 28, at, tzinfo=UTC)})
 
     assert protected_bronze_version([]) is None
     assert protected_bronze_version([run("failed", 3, 1)]) is None

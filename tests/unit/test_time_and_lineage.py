@@ -108,8 +108,8 @@ def test_progress_row_sums_state_operators_and_keeps_instants_aware() -> None:
 
 def test_quality_gate_fails_closed_without_the_expectations_package() -> None:
     """Publishing without an audit is impossible: the gate raises instead of being skipped."""
-    code = ("import sys; sys.modules['expectations'] = None; from spark_jobs.batch import job as batch;"
-            "batch.validate(None, None, None, 'batch.x__staging'); print('PUBLISHED WITHOUT AUDIT')")
+    code = ("import sys; sys.modules['expectations'] = None; from spark_jobs.batch import wap;"
+            "wap.gate_outcome(None, None, None, None); print('PUBLISHED WITHOUT AUDIT')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode != 0 and "PUBLISHED WITHOUT AUDIT" not in proc.stdout
     assert "ModuleNotFoundError" in proc.stderr or "ImportError" in proc.stderr

@@ -1,12 +1,5 @@
-"""``tidewater batch|serving|replay|reconcile|sql``: the batch layer, serving view, Kappa replay, SQL.
-
-``tidewater batch <p> [--full] --stage-only`` prints, as its LAST stdout line, one JSON object
-``{"run_id", "status", "staging_table", "windows", "deleted", "cutoff", "already_published"}``;
-``tidewater batch <p> --publish --run-id ID`` publishes that staged run once ``tidewater check <p> --kind
-staging`` recorded a passing verdict on its rows, and prints the same object (publishing a published run
-again writes no row, answers ``already_published: true`` and moves the serving view to the latest published
-cutoff if a failed refresh left it behind). Plain ``tidewater batch <p>`` stages, validates and publishes.
-"""
+"""``tidewater serving|replay|reconcile|sql``: the serving view, Kappa replay, the ledger, SQL
+(``tidewater batch``: ``tidewater/commands/batch.py``)."""
 
 from __future__ import annotations
 
@@ -22,56 +15,6 @@ def _spark(cfg: Any, app: str) -> Any:
     from infra.spark_session import get_spark
 
     return get_spark(cfg, app)
-
-
-def batch_precheck(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table or,
-    unless ``--full``, one with no commit since the last published run (exit 3 at once). The CLI runs
-    them before it forwards the command to the job service; returns the config and the pipeline."""
-    from spark_jobs.batch import bronze as batch_bronze
-    from spark_jobs.batch import job as batch
-
-    cfg = config_from(args)
-    p = pipeline_from(args, cfg)
-    batch.refuse_in_kappa(cfg, p)
-    if args.publish and not args.run_id:
-        raise TidewaterError("batch: --publish needs --run-id RUN_ID (printed by 'tidewater batch <p> --stage-only')")
-    if args.publish and args.stage_only:
-        raise TidewaterError("batch: --stage-only and --publish exclude each other; stage first, then publish")
-    if not args.publish:
-        batch_bronze.require_bronze_rows(cfg, p)
-    if not args.publish and not args.full:
-        batch_bronze.require_bronze_change(cfg, p)
-    return cfg, p
-
-
-def cmd_batch(args: argparse.Namespace) -> int:
-    from spark_jobs.batch import job as batch
-
-    cfg, p = batch_precheck(args)
-    spark = _spark(cfg, f"tidewater-batch-{p.name}")
-    if args.stage_only:
-        progress(f"staging a batch run of {p.name}{' (full recompute)' if args.full else ''} …")
-        print(batch.run_line(batch.stage(spark, cfg, p, args.full)), flush=True)
-        return 0
-    if args.publish:
-        progress(f"publishing batch run {args.run_id} of {p.name} …")
-        from spark_jobs.batch.publish import publish
-
-        print(batch.run_line(publish(spark, cfg, p, args.run_id)), flush=True)
-        return 0
-    # incremental or full is decided under the batch lock (a first run is full); the last line says which
-    progress(f"running the batch layer for {p.name}{' (full recompute)' if args.full else ''} …")
-    run = batch.run(spark, cfg, p, args.full)
-    print(f"batch {p.name}: run {run['run_id']} ({run['mode']}) published {run['windows_written']} windows "
-          f"(deleted {run['windows_deleted']}) up to cutoff {run['cutoff']} from bronze v{run['bronze_version']}, "
-          f"{run['events_read']} events read, {run['duration_ms'] / 1000:.1f}s", flush=True)
-    from infra.services.airflow_assets import record_publish
-
-    # the DAG's publish task records these events itself (its outlets); it runs '--publish', never this
-    progress(record_publish(cfg, p.name, {"run_id": run["run_id"], "bronze_version": int(run["bronze_version"]),
-                                          "source": "tidewater batch"}))
-    return 0
 
 
 def cmd_serving(args: argparse.Namespace) -> int:
@@ -155,14 +98,6 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("batch", help="recompute exact windows from bronze and publish them (lambda mode)")
-    add_pipeline_arg(p)
-    p.add_argument("--full", action="store_true", help="recompute every window (default: incremental)")
-    p.add_argument("--stage-only", action="store_true", help="compute into staging only; print a JSON line")
-    p.add_argument("--publish", action="store_true",
-                   help="publish the staged run given by --run-id (once 'tidewater check <p> --kind staging' passed it)")
-    p.add_argument("--run-id", help="run id printed by --stage-only")
-    p.set_defaults(handler=cmd_batch, precheck=batch_precheck)
     p = sub.add_parser("serving", help="manage the serving view")
     p.add_argument("action", choices=["refresh"])
     add_pipeline_arg(p)

@@ -3,7 +3,7 @@
 ``check`` validates each table kind's Delta table as a batch DataFrame with the versioned suites
 (``expectations/gx``), prints every failing expectation, rebuilds the Data Docs and prints their
 path. ``--kind staging`` audits the rows the latest staged batch run wrote and records the verdict with
-that run, which a publish requires (``batch.gate.check_staged``). The last stdout line is a JSON summary
+that run, which a publish requires (``batch.wap.audit``, as ``tidewater batch <p> --audit`` does). The last stdout line is a JSON summary
 (``failed`` kinds, ``failures`` per kind, ``verdict``: the staged run's recorded verdict). Exit 1 if a critical
 expectation failed (a quarantine rate above the pipeline's ``quality.max_quarantine_rate`` among them).
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.run_records import BatchRun
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
@@ -35,7 +36,7 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from expectations.runner import validate_table
     from infra.spark_session import get_spark
-    from spark_jobs.batch.gate import check_staged
+    from spark_jobs.batch.wap import audit
     from spark_jobs.io.batch_runs import published_cutoff
 
     cfg = config_from(args)
@@ -54,7 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         progress(f"validating {table} with suite {kind}.{p.name} …")
         if kind == "staging" and not args.table:
-            staged = check_staged(spark, cfg, p, build_docs=not args.no_docs)
+            staged = audit(spark, cfg, p, build_docs=not args.no_docs)
             outcome, verdict = staged.outcome, verdict_of(staged.run)
             print(verdict_line(p.name, table, staged.version, staged.run), flush=True)
         else:
@@ -72,15 +73,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def verdict_of(run: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if run is None else {"run_id": run["run_id"], "gate": run["gate"], "staging_version": run["gated_version"]}
+def verdict_of(run: BatchRun | None) -> dict[str, Any] | None:
+    return None if run is None else {"run_id": run.run_id, "gate": run.gate, "staging_version": run.gated_version}
 
 
-def verdict_line(pipeline: str, table: str, version: int, run: dict[str, Any] | None) -> str:
+def verdict_line(pipeline: str, table: str, version: int, run: BatchRun | None) -> str:
     if run is None:
         return (f"NOT RECORDED: no staged run of {pipeline} waiting to be published wrote {table} v{version}; "
                 f"stage one with 'tidewater batch {pipeline} --stage-only', then check it")
-    return f"verdict '{run['gate']}' recorded for run {run['run_id']} on {table} v{version}"
+    return f"verdict '{run.gate}' recorded for run {run.run_id} on {table} v{version}"
 
 
 def register(sub: Subparsers) -> None:
