@@ -21,6 +21,7 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
+from lakehouse.run_records import BatchRun
 from lakehouse.window_kinds import kind_of
 from spark_jobs.shared import definition_guard
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def published_run(spark: SparkSession, p: Pipeline, run_id: str | None) -> dict[str, Any]:
+def published_run(spark: SparkSession, p: Pipeline, run_id: str | None) -> BatchRun:
     """The published run ``run_id`` (the latest published run when None), or why there is none."""
     from spark_jobs.io import batch_runs
 
@@ -47,7 +48,7 @@ def has_ledger(spark: SparkSession, run_id: str) -> bool:
 
 def ensure_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str | None = None) -> dict[str, Any]:
     """Record the ledger of published run ``run_id`` (None: the latest) unless it has one already."""
-    run_id = published_run(spark, p, run_id)["run_id"]
+    run_id = published_run(spark, p, run_id).run_id
     if has_ledger(spark, run_id):
         return {"run_id": run_id, "recorded": False}
     return {"run_id": run_id, "recorded": True, "windows": record_ledger(spark, cfg, p, run_id)}
@@ -65,8 +66,8 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     from spark_jobs.transforms.reconcile import ledger_rows
 
     run = published_run(spark, p, run_id)
-    run_id = run["run_id"]
-    incremental_run = run["mode"] == "incremental"
+    run_id = run.run_id
+    incremental_run = run.mode == "incremental"
     contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p), contracts.late(p))
     add_missing_columns(spark, contracts.RECONCILIATION)
     speed_version = active_version(cfg, p.name)
@@ -80,7 +81,7 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     if span["lo"] is None:
         staged.unpersist()
         return 0
-    version = run["bronze_version"]
+    version = run.bronze_version
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
     raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
     if incremental_run and not kind_of(p.window).keeps_state:  # the staged windows' events (late ones span the history)
