@@ -1,16 +1,16 @@
-"""Batch layer: exact windows from bronze, computed into staging, then published atomically.
+"""The stage of a batch run (``compute_stage``): exact windows from bronze, computed into staging.
 
-``stage``: read one bronze snapshot (Delta version V), deduplicate on the event id (full runs: over
+Read one bronze snapshot (Delta version V), deduplicate on the event id (full runs: over
 the whole history, ranking only the copies of repeated ids, ``batch.dedup``; incremental runs: only
 the events the touched windows need, each against its own id's copies) and run the shared ``windowed_aggregate(p, streaming=False)``. The cutoff is the largest
 event time in the snapshot minus the pipeline's allowed lateness; only windows ending at or
 before it are kept. Full mode stages every window; incremental mode (default, once a run has been
 published) stages only windows touched by bronze rows added since the last published run's
 version (Change Data Feed) or newly completed (see ``transforms.incremental``). The rows go to
-``batch.<p>__staging`` (``op``: ``contracts.STAGED_OPS``) and the run is recorded in ``ops.batch_runs``.
+``batch.<p>__staging`` (``op``: ``contracts.STAGED_OPS``); the run comes back as a ``staged`` ``BatchRun``.
 
-The audit and the publish that follow, and the order of the three, belong to ``batch.wap``
-(write-audit-publish), which calls ``compute_stage``.
+Recording the run in ``ops.batch_runs``, the audit and the publish that follow, the batch lock and the
+order of it all belong to ``batch.wap`` (write-audit-publish), which calls ``compute_stage``.
 """
 
 from __future__ import annotations

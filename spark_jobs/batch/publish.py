@@ -8,7 +8,7 @@ interrupted publish leaves the previous results intact; the run stays ``staged``
 writes the same absolute values. A run whose rows are in ``batch.<p>`` is recorded ``published`` (the
 next incremental run folds onto those rows) even when its view refresh fails; that publish fails, and
 publishing the run again refreshes the view, a no-op once it serves the latest published cutoff.
-``locks.batch_lock`` makes one writer of the batch tables at a time (see ``spark_jobs.batch.job`` for stage).
+``locks.batch_lock``, taken by the caller (``batch.wap``), makes one writer of the batch tables at a time.
 """
 
 from __future__ import annotations
