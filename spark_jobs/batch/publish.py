@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import Contract
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.run_records import BatchRun
@@ -31,8 +32,20 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, speed_table: str,
-                 numbered: int, staged_here: bool = False) -> int:
+class BatchTables(NamedTuple):
+    """The tables one publish reads and writes, named once (``contracts``) and handed along."""
+
+    staging: Contract  # batch.<p>__staging: the run's rows
+    batch: Contract  # batch.<p>: where they are published
+    serving: str  # serving.<p>: the view that moves to the run's cutoff
+
+    @classmethod
+    def of(cls, p: Pipeline) -> BatchTables:
+        return cls(contracts.batch_staging(p), contracts.batch(p), naming.table("serving", p.name))
+
+
+def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, tables: BatchTables,
+                 speed_table: str, numbered: int, staged_here: bool = False) -> int:
     """One transaction: a MERGE of the upserts and deletes (incremental runs), or the staged rows as the
     table's new content (full runs, which stage every window and no delete); each row with its served
     columns (``serving.served_select``: finality against ``speed_table``, the active speed version,
@@ -43,7 +56,7 @@ def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
     from spark_jobs.io.delta_io import merge_changes, replace_rows
     from spark_jobs.shared.serving_view import served_select
 
-    table, staging = naming.table("batch", p.name), naming.staging_table("batch", p.name)
+    table, staging = tables.batch.name, tables.staging.name
     of_run = f"run_id = '{run.run_id}'"
     if run.windows_written and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
         raise TidewaterError(f"batch: {staging} no longer holds the rows of run "
@@ -53,13 +66,13 @@ def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
                                        extra=", b.op"))
 
     if run.mode == "full":
-        replace_rows(spark, rows(numbered).where("op <> 'delete'"), table, contracts.batch(p).column_names)
+        replace_rows(spark, rows(numbered).where("op <> 'delete'"), table, tables.batch.column_names)
         return numbered
     ops = staged_ops(cfg, staging)
-    merge_changes(spark, rows(numbered), table, p.grain, contracts.batch(p).column_names, ops)
+    merge_changes(spark, rows(numbered), table, p.grain, tables.batch.column_names, ops)
     if "upsert" in ops or all_matched(cfg, table, numbered):
         return numbered
-    merge_changes(spark, rows(numbered + 1), table, p.grain, contracts.batch(p).column_names)  # fail closed
+    merge_changes(spark, rows(numbered + 1), table, p.grain, tables.batch.column_names)  # fail closed
     return numbered + 1
 
 
@@ -112,12 +125,13 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
             refresh_view(spark, cfg, p)  # serve them (the latest published cutoff; left alone if it does)
             return dataclasses.replace(done, already_published=True)
         run = batch_runs.require_latest_staged(spark, p.name, run_id)
-    staging = naming.staging_table("batch", p.name)
+    tables = BatchTables.of(p)
+    staging = tables.staging.name
     batch_runs.require_passing_verdict(run, staging, latest_version(table_path(cfg, staging)))
     started = time.monotonic()
     steps = Steps()
     wait = recorded or (lambda: None)
-    publish_rows(spark, cfg, p, run, steps, staged_here=just_staged is not None and just_staged.run_id == run_id,
+    publish_rows(spark, cfg, p, run, tables, steps, staged_here=just_staged is not None and just_staged.run_id == run_id,
                  recorded=wait)
     wait()  # also when no row was written: the run's statuses are appended in order
     run = dataclasses.replace(run, status="published", published_at=batch_runs.now(),
@@ -127,7 +141,7 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
         refresh_view(spark, cfg, p, cutoff=run.cutoff)
     except Exception as exc:
         recording.thread.join()  # the rows are published: their record too (or the run stays staged)
-        raise view_not_moved(p, run, exc) from exc
+        raise view_not_moved(p, tables, run, exc) from exc
     steps.done("view")
     recording.join()
     steps.done("run record (beside the view)")
@@ -135,16 +149,17 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     return run
 
 
-def view_not_moved(p: Pipeline, run: BatchRun, exc: Exception) -> TidewaterError:
+def view_not_moved(p: Pipeline, tables: BatchTables, run: BatchRun, exc: Exception) -> TidewaterError:
     """The run's rows are in ``batch.<p>`` but ``serving.<p>`` still shows the previous cutoff: publishing
     the run again moves the view (``publish_staged``)."""
     cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    return TidewaterError(f"batch: run {run.run_id} of {p.name} is in {naming.table('batch', p.name)}, but "
-                          f"{naming.table('serving', p.name)} was not moved to its cutoff ({cause}); publish it "
+    return TidewaterError(f"batch: run {run.run_id} of {p.name} is in {tables.batch.name}, but "
+                          f"{tables.serving} was not moved to its cutoff ({cause}); publish it "
                           f"again to move the view: 'tidewater batch {p.name} --publish --run-id {run.run_id}'")
 
 
-def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, steps: Steps,
+def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, tables: BatchTables,
+                 steps: Steps,
                  staged_here: bool = False, recorded: Callable[[], object] = lambda: None) -> None:
     """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
@@ -159,28 +174,28 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
     speed = contracts.speed(p, active_version(cfg, p.name))
     contracts.ensure(spark, speed)
     add_served_columns(spark, cfg, p, speed.name, locked=True)  # before the numbering: it may commit
-    numbered = latest_version(table_path(cfg, naming.table("batch", p.name))) + 1  # from the log folder
+    numbered = latest_version(table_path(cfg, tables.batch.name)) + 1  # from the log folder
     recorded()
-    numbered = merge_staged(spark, cfg, p, run, speed.name, numbered, staged_here)
+    numbered = merge_staged(spark, cfg, p, run, tables, speed.name, numbered, staged_here)
     steps.done("batch rows")
     if not run.windows_written and not run.windows_deleted:
         return  # no row to label: a first (full) run of no complete window overwrote an empty table, no commit
-    written = settle_as_of(spark, cfg, p, run.run_id, numbered)
+    written = settle_as_of(spark, cfg, tables.batch, run.run_id, numbered)
     if written != numbered:
         steps.done(f"as_of relabelled: v{numbered} -> v{written}")
-    if run.mode == "full" and definition_guard.mismatch(cfg, naming.table("batch", p.name), p):
-        definition_guard.record(spark, naming.table("batch", p.name), p)  # after the rows: a crash between refuses again
+    if run.mode == "full" and definition_guard.mismatch(cfg, tables.batch.name, p):
+        definition_guard.record(spark, tables.batch.name, p)  # after the rows: a crash between refuses again
         steps.done("definition recorded")
 
 
-def settle_as_of(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str, numbered: int) -> int:
+def settle_as_of(spark: SparkSession, cfg: TidewaterConfig, batch: Contract, run_id: str, numbered: int) -> int:
     """The version the rows of ``run_id`` were written at (from the table's log files). If another commit
     came before theirs (the maintenance DAG's, say), their ``as_of`` names ``numbered``, not it:
     relabelled (one UPDATE)."""
     from spark_jobs.io.delta_io import write_version_after
     from spark_jobs.io.ops_reader import table_path
 
-    table = naming.table("batch", p.name)
+    table = batch.name
     written = write_version_after(table_path(cfg, table), numbered - 1)
     if written != numbered:
         spark.sql(f"UPDATE {table} SET as_of = replace(as_of, '{table} v{numbered} ', '{table} v{written} ') "

@@ -409,7 +409,7 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     the rows are relabelled with the version their commit really got. Runs after the sensor test."""
     from lakehouse.speed_versions import active_version
     from spark_jobs.batch import wap as batch
-    from spark_jobs.batch.publish import merge_staged, settle_as_of
+    from spark_jobs.batch.publish import BatchTables, merge_staged, settle_as_of
     from spark_jobs.io.delta_io import table_version
     from spark_jobs.shared.locks import batch_lock
 
@@ -419,13 +419,14 @@ def test_as_of_names_the_publishing_commit_when_another_commit_came_first(spark:
     with batch_lock(cfg, p.name):
         numbered = table_version(spark, table) + 1
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('tidewater.test.interleaved' = '{run.run_id}')")
-        merge_staged(spark, cfg, p, run, naming.speed_table(p.name, active_version(cfg, p.name)), numbered)
-        written = settle_as_of(spark, cfg, p, run.run_id, numbered)
+        merge_staged(spark, cfg, p, run, BatchTables.of(p), naming.speed_table(p.name, active_version(cfg, p.name)),
+                     numbered)
+        written = settle_as_of(spark, cfg, contracts.batch(p), run.run_id, numbered)
     assert written == overwrite_version(spark, numbered - 1) == numbered + 1
     labels = {r["as_of"] for r in spark.table(table).collect()}
     assert labels == {f"{table} v{written} (run {run.run_id}, bronze v{run.bronze_version})"}, labels
     # and without an interleaved commit nothing is relabelled
-    assert settle_as_of(spark, cfg, p, run.run_id, written) == written
+    assert settle_as_of(spark, cfg, contracts.batch(p), run.run_id, written) == written
     assert {r["as_of"] for r in spark.table(table).collect()} == labels
 
 
