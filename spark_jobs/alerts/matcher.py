@@ -11,7 +11,8 @@ events alone, whatever their arrival order or micro-batching, and a re-run gives
   ``AFTER MATCH SKIP PAST LAST ROW``). Decided at the ``then`` event's time, or ``within`` after the
   ``first`` event when none came.
 * ``threshold``: the ``when`` events in order; ``count`` of them, counted since the last alert, whose
-  times span at most ``within`` make an alert. Decided at each event's time.
+  times span at most ``within`` make an alert. Decided at each event's time; a counted event leaves the
+  state ``within`` after its time.
 * ``absence``: an event followed by no event for ``within`` (the next one ``within`` or more later, or
   none while the watermark passed). Decided ``within`` after the event.
 """
@@ -69,7 +70,7 @@ class Matcher:
             return [e.t + self.pattern.within_ms for e in kept]
         if self.pattern.kind == "sequence":
             return [*(e.t + self.pattern.within_ms for e in kept if e.first), *(e.t for e in kept if e.then)]
-        return [e.t for e in kept]
+        return [t for e in kept for t in (e.t, e.t + self.pattern.within_ms)]  # decided; then too old to count
 
     def advance(self, watermark: int) -> list[Match]:
         """The alerts decided once the watermark is ``watermark`` (each one once: decided events leave)."""
@@ -107,6 +108,8 @@ class Matcher:
             if len(self.recent) >= self.pattern.count:
                 out.append(self._match(self.recent))
                 self.recent = []
+        # a counted event more than ``within`` before the watermark can meet no later event: it leaves
+        self.recent = [r for r in self.recent if r.t > w - self.pattern.within_ms]
         return out
 
     def _absence(self, w: int) -> list[Match]:

@@ -94,3 +94,14 @@ def test_absence_waits_for_the_watermark_and_a_close_event_cancels_it() -> None:
     assert m.advance(399_999) == []  # a: b came within 5 minutes; b: not decided yet
     assert [e.id for e in m.advance(400_000)[0].events] == ["b"]
     assert matcher.loads(gone, "s1", m.dumps()).empty()
+
+
+def test_a_key_that_stops_leaves_no_state_once_its_timers_fired() -> None:
+    """Spark 4.1 allows no state TTL in event-time mode: the timers of ``add`` are what empties the state."""
+    p = load_pipeline("sensor_readings")
+    for pattern in p.alerts:
+        m = matcher.Matcher(pattern, "s1")
+        timers = m.add([matcher.Event(0, "a", True, True), matcher.Event(10_000, "b", True, False)])
+        for t in sorted(timers):
+            m.advance(t)
+        assert m.empty(), pattern.name
