@@ -2,8 +2,8 @@
 it in Spark state; unit tests drive it directly).
 
 Events arrive in any order; a decision is taken only once the watermark ``W`` has passed every event it
-depends on (events at or before ``W`` are complete: later ones behind it are dropped upstream), and
-events are taken in event-time order, ties by event id. So the alerts are a function of the on-time
+depends on (events before ``W`` are complete: one that arrives behind it is late and dropped, by
+``alerts.processor`` as by the speed layer), and events are taken in event-time order, ties by event id. So the alerts are a function of the on-time
 events alone, whatever their arrival order or micro-batching, and a re-run gives the same alerts.
 
 * ``sequence``: the first ``first`` event, then the first ``then`` event strictly later and at most
@@ -63,14 +63,18 @@ class Matcher:
     recent: list[Event] = field(default_factory=list)
 
     def add(self, events: Iterable[Event]) -> list[int]:
-        """Keep the events the pattern needs; returns the event times at which to decide (timers)."""
+        """Keep the events the pattern needs; returns the watermarks at which to decide again (timers: one
+        millisecond past each time a decision waits for, since a decision needs the watermark past it)."""
         kept = [e for e in events if self.pattern.kind == "absence" or e.first or e.then]
         self.pending = sorted({*self.pending, *kept})
+        within = self.pattern.within_ms
         if self.pattern.kind == "absence":
-            return [e.t + self.pattern.within_ms for e in kept]
-        if self.pattern.kind == "sequence":
-            return [*(e.t + self.pattern.within_ms for e in kept if e.first), *(e.t for e in kept if e.then)]
-        return [t for e in kept for t in (e.t, e.t + self.pattern.within_ms)]  # decided; then too old to count
+            times = [e.t + within for e in kept]
+        elif self.pattern.kind == "sequence":
+            times = [*(e.t + within for e in kept if e.first), *(e.t for e in kept if e.then)]
+        else:
+            times = [t for e in kept for t in (e.t, e.t + within)]  # decided; then too old to count
+        return [t + 1 for t in times]
 
     def advance(self, watermark: int) -> list[Match]:
         """The alerts decided once the watermark is ``watermark`` (each one once: decided events leave)."""
@@ -87,29 +91,29 @@ class Matcher:
             if start is None:
                 break
             end = next((e for e in self.pending if e.then and start.t < e.t <= start.t + within and e > start), None)
-            if end is not None and end.t <= w:
+            if end is not None and end.t < w:
                 out.append(self._match((start, end)))
                 self.resume = end
-            elif end is None and start.t + within <= w:
+            elif end is None and start.t + within < w:
                 self.resume = start
             else:
                 break
         first_open = next((e for e in self.pending if e.first and (self.resume is None or e > self.resume)), None)
         # gone: events up to the resume point, and closing-only events no open first event precedes
         self.pending = [e for e in self.pending if (self.resume is None or e > self.resume)
-                        and (e.first or e.t > w or (first_open is not None and first_open < e))]
+                        and (e.first or e.t >= w or (first_open is not None and first_open < e))]
         return out
 
     def _threshold(self, w: int) -> list[Match]:
         out = []
-        while self.pending and self.pending[0].t <= w:
+        while self.pending and self.pending[0].t < w:
             e = self.pending.pop(0)
             self.recent = [r for r in self.recent if e.t - r.t <= self.pattern.within_ms] + [e]
             if len(self.recent) >= self.pattern.count:
                 out.append(self._match(self.recent))
                 self.recent = []
         # a counted event more than ``within`` before the watermark can meet no later event: it leaves
-        self.recent = [r for r in self.recent if r.t > w - self.pattern.within_ms]
+        self.recent = [r for r in self.recent if r.t >= w - self.pattern.within_ms]
         return out
 
     def _absence(self, w: int) -> list[Match]:
@@ -118,7 +122,7 @@ class Matcher:
             later = self.pending[i + 1] if i + 1 < len(self.pending) else None
             if later is not None and later.t - e.t < within:
                 continue  # a known event within the gap: never an alert (a later arrival only shortens it)
-            if e.t + within <= w:
+            if e.t + within < w:
                 out.append(self._match((e,)))
             else:
                 kept.append(e)

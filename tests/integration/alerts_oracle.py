@@ -6,8 +6,8 @@ events seen all at once (no arrival order, no state, no watermark steps), as the
 * threshold: ``count`` ``when`` events since the last alert whose times span at most ``within``;
 * absence: an event whose next event (of the key) is ``within`` or more later, or has none.
 
-An alert is produced once the watermark reached the time it is decided at: ``final_watermark_ms``
-(the speed layer's last watermark) keeps only those. ``events``: the on-time events, each id once.
+An alert is produced once the watermark is past the time it is decided at: ``final_watermark_ms`` (the
+alerts query's last watermark) keeps only those. ``events``: the on-time events, each id once.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def expected_alerts(p: Pipeline, events: list[dict[str, Any]], final_watermark_m
             by_key[str(e[pattern.key])].append((int(e[p.event_time]), str(e[p.event_id]), e))
         for key, rows in by_key.items():
             for matched, decided_at in _matches(pattern, sorted(rows, key=lambda r: (r[0], r[1]))):
-                if decided_at <= final_watermark_ms:
+                if decided_at < final_watermark_ms:
                     ids, times = tuple(m[1] for m in matched), tuple(m[0] for m in matched)
                     digest = hashlib.sha256(json.dumps([pattern.name, key, *ids]).encode()).hexdigest()[:32]
                     out.add((digest, pattern.name, key, ids, times))

@@ -35,7 +35,7 @@ def _stream(events: list[dict[str, Any]], rng: random.Random) -> tuple[set[Any],
     while i < len(shuffled) or any(timers.values()):
         batch = shuffled[i:i + rng.randint(1, 40)]
         i += len(batch)
-        on_time = [e for e in batch if e["timestamp"] > w]
+        on_time = [e for e in batch if e["timestamp"] >= w]
         accepted += on_time
         for pattern in p.alerts:
             by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -79,8 +79,8 @@ def test_sequence_skips_past_its_last_event_and_waits_for_the_watermark() -> Non
     m = matcher.Matcher(seq, "s1")
     m.add([matcher.Event(0, "a", True, False), matcher.Event(1_000, "b", True, False),
            matcher.Event(2_000, "c", False, True), matcher.Event(3_000, "d", False, True)])
-    assert m.advance(1_999) == []  # an earlier closing event may still arrive
-    (alert,) = m.advance(2_000)
+    assert m.advance(2_000) == []  # an earlier closing event, or one at 2_000, may still arrive
+    (alert,) = m.advance(2_001)
     assert [e.id for e in alert.events] == ["a", "c"]
     assert m.advance(700_000) == []  # b lies inside the match: never a start; d has no start before it
     assert m.empty()
@@ -90,9 +90,9 @@ def test_absence_waits_for_the_watermark_and_a_close_event_cancels_it() -> None:
     p = load_pipeline("sensor_readings")
     gone = next(a for a in p.alerts if a.kind == "absence")
     m = matcher.Matcher(gone, "s1")
-    assert m.add([matcher.Event(0, "a"), matcher.Event(100_000, "b")]) == [300_000, 400_000]
-    assert m.advance(399_999) == []  # a: b came within 5 minutes; b: not decided yet
-    assert [e.id for e in m.advance(400_000)[0].events] == ["b"]
+    assert m.add([matcher.Event(0, "a"), matcher.Event(100_000, "b")]) == [300_001, 400_001]
+    assert m.advance(400_000) == []  # a: b came within 5 minutes; b: not decided yet
+    assert [e.id for e in m.advance(400_001)[0].events] == ["b"]
     assert matcher.loads(gone, "s1", m.dumps()).empty()
 
 
