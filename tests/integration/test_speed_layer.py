@@ -82,7 +82,7 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     send(cfg, "sensor-readings", encode(phase_a) + list(malformed.values()))
     cli("speed", "start", "sensor_readings")
     try:
-        assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase A"
+        assert wait_caught_up(cfg, p, timeout=600, job_must_run=True), "speed layer did not catch up with phase A"
         wait_alerts_caught_up(cfg, p)
         # watermark is now t0 + 5:45 - 2:00 = t0 + 3:45
         ooo = [event(f"o{s}", s, t0 + 4 * MINUTE + 10_000, 50.0) for s in SENSORS]

@@ -105,3 +105,20 @@ def test_a_key_that_stops_leaves_no_state_once_its_timers_fired() -> None:
         for t in sorted(timers):
             m.advance(t)
         assert m.empty(), pattern.name
+
+
+def test_an_event_at_the_watermark_is_still_on_time_so_decisions_wait_past_it() -> None:
+    """Late is an event time before the watermark (the speed layer's rule): one at the watermark may still
+    arrive, so nothing that depends on it is decided until the watermark is past it."""
+    p = load_pipeline("sensor_readings")
+    hot = next(a for a in p.alerts if a.kind == "threshold")
+    m = matcher.Matcher(hot, "s1")
+    m.add([matcher.Event(0, "a"), matcher.Event(1_000, "b"), matcher.Event(2_000, "c")])
+    assert m.advance(2_000) == []
+    assert [e.id for e in m.advance(2_001)[0].events] == ["a", "b", "c"]
+    seq = next(a for a in p.alerts if a.kind == "sequence")
+    m = matcher.Matcher(seq, "s1")
+    m.add([matcher.Event(0, "a", True, False)])
+    assert m.advance(600_000) == []  # a closing event at 0 + 10 minutes may still come
+    m.add([matcher.Event(600_000, "b", False, True)])
+    assert [e.id for e in m.advance(600_001)[0].events] == ["a", "b"]
