@@ -65,7 +65,8 @@ class Matcher:
     def add(self, events: Iterable[Event]) -> list[int]:
         """Keep the events the pattern needs; returns the watermarks at which to decide again (timers: one
         millisecond past each time a decision waits for, since a decision needs the watermark past it)."""
-        kept = [e for e in events if self.pattern.kind == "absence" or e.first or e.then]
+        known = set(self.pending)  # a duplicate already held registers no timer twice (Spark warns per event)
+        kept = [e for e in dict.fromkeys(events) if (self.pattern.kind == "absence" or e.first or e.then) and e not in known]
         self.pending = sorted({*self.pending, *kept})
         within = self.pattern.within_ms
         if self.pattern.kind == "absence":
