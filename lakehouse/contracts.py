@@ -184,6 +184,19 @@ def late(p: Pipeline) -> Contract:
     )
 
 
+def alerts(p: Pipeline) -> Contract:
+    """The alerts of ``p``'s ``alerts:`` patterns (``spark_jobs.alerts``), each once: ``alert_id`` is derived
+    from the pattern, the key and the matched events' ids, so a recomputed alert is the same row. Times of
+    the matched events in their order, the watermark the alert was decided at, and the first emission."""
+    return Contract(
+        naming.table("alerts", p.name),
+        (("alert_id", "string"), ("pattern", "string"), ("kind", "string"), ("key", "string"),
+         ("event_ids", "array<string>"), ("event_times", "array<timestamp>"), ("first_event_time", "timestamp"),
+         ("last_event_time", "timestamp"), ("watermark", "timestamp"), ("emitted_at", "timestamp"), ("batch_id", "bigint")),
+        grain=("alert_id",), owner=p.owner, properties=STREAMED,
+    )
+
+
 def storage_table(p: Pipeline, version: int = 1) -> str:
     """The Delta table that holds a speed version's rows (what a new lineage empties)."""
     contract = speed(p, version)

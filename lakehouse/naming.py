@@ -26,7 +26,7 @@ from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
 
-LAYERS = ("bronze", "quarantine", "speed", "late", "batch", "serving", "ops")
+LAYERS = ("bronze", "quarantine", "speed", "late", "alerts", "batch", "serving", "ops")
 OPS_TABLES = ("stream_progress", "batch_runs", "reconciliation")
 # The ingest query (Kafka -> bronze/quarantine) is never rebuilt from Kafka, so it has one version only.
 INGEST_VERSION = 1
@@ -42,6 +42,17 @@ def table(layer: str, pipeline: str) -> str:
 def speed_table(pipeline: str, version: int = 1) -> str:
     """Speed results of one query version: v1 is ``speed.<p>``, later replays ``speed.<p>__v<N>``."""
     return f"speed.{pipeline}" if version == 1 else f"speed.{pipeline}__v{version}"
+
+
+def alerts_topic(topic: str) -> str:
+    """The Kafka topic a pipeline's alerts go to, keyed by ``alert_id`` (``spark_jobs.alerts``)."""
+    return f"{topic}.alerts"
+
+
+def alerts_checkpoint(cfg: TidewaterConfig, pipeline: str) -> Path:
+    """The alerts query's checkpoint: one lineage of its own, outside the speed versions' ``<query>_v<N>``
+    folders (replay and maintenance never take it for a speed version's)."""
+    return cfg.data_dir / "checkpoints" / pipeline / "alerts"
 
 
 def speed_partials_table(pipeline: str, version: int = 1) -> str:

@@ -1,7 +1,7 @@
 """Declarative pipeline definitions (``lakehouse/pipelines/<name>.yml``): loader and validator.
 
 A definition is the only place where a pipeline's topic, event schema, event-time field, event
-id, grouping keys, window, aggregates and watermark are written. The speed, batch and replay jobs
+id, grouping keys, window, aggregates, watermark and alert patterns are written. The speed, batch and replay jobs
 all build their computation from it. Config may override ``watermark``, ``allowed_lateness`` and
 ``max_future_skew`` per pipeline (``pipelines: {<name>: {...}}`` in tidewater.yml). The rules a
 definition must pass are ``lakehouse.pipeline_checks``; its typed values, ``lakehouse.pipeline_spec``.
@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lakehouse.alert_checks import parse_alerts
 from lakehouse.errors import ConfigError, PipelineDefinitionError
 from lakehouse.pipeline_checks import NAME, WINDOW_KEYS, check_definition, check_times
 from lakehouse.pipeline_spec import FIELD_TYPES, Aggregate, Pipeline, Window, duration_seconds
@@ -43,6 +44,7 @@ def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
         watermark=str(raw["watermark"]), owner=str(raw.get("owner", "unknown")),
         description=str(raw.get("description", "")), allowed_lateness=str(raw.get("allowed_lateness") or ""),
         quality=dict(raw.get("quality") or {}), max_future_skew=str(raw.get("max_future_skew") or ""),
+        alerts=parse_alerts(name, raw.get("alerts"), raw["schema"]),
     ))
 
 

@@ -23,8 +23,8 @@ from lakehouse.reserved_columns import RESERVED_COLUMNS, RESERVED_PREFIX
 from lakehouse.window_kinds import KINDS
 
 TOP_KEYS = ("name", "owner", "description", "topic", "schema", "event_time", "event_id", "keys", "window", "aggregates",
-            "watermark", "allowed_lateness", "max_future_skew", "quality")
-OPTIONAL_KEYS = ("owner", "description", "allowed_lateness", "max_future_skew", "quality")
+            "watermark", "allowed_lateness", "max_future_skew", "quality", "alerts")
+OPTIONAL_KEYS = ("owner", "description", "allowed_lateness", "max_future_skew", "quality", "alerts")
 REQUIRED_KEYS = tuple(key for key in TOP_KEYS if key not in OPTIONAL_KEYS)
 WINDOW_KEYS = ("type", "size", "slide", "gap")
 WINDOW_TYPES = tuple(KINDS)

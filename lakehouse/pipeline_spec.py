@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakehouse.alert_spec import AlertPattern
+
 FIELD_TYPES = {"string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean"}
 AGG_FUNCTIONS = ("count", "sum", "avg", "min", "max", "approx_distinct")
 _DURATION = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day)s?\s*$")
@@ -72,6 +74,7 @@ class Pipeline:
     # FUTURE_TIMESTAMP: one fast producer clock must not drag the watermark and the cutoff ahead. At most
     # the watermark (``lakehouse.pipeline_checks``); left empty, it is the watermark.
     max_future_skew: str = ""
+    alerts: tuple[AlertPattern, ...] = ()  # ``alerts:``, parsed by ``lakehouse.alert_checks``
 
     def __post_init__(self) -> None:
         if not self.max_future_skew:

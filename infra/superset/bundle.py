@@ -1,7 +1,7 @@
 """The ``sensor_readings`` dashboard as a Superset import bundle (export format v1: YAML files in a zip).
 
-One database (the Thrift server through pyhive's ``hive://``), four SQL-defined (virtual) datasets,
-five charts (two per row) and one dashboard. Every object has a fixed UUID (uuid5 of its name), so importing
+One database (the Thrift server through pyhive's ``hive://``), five SQL-defined (virtual) datasets,
+six charts (two per row) and one dashboard. Every object has a fixed UUID (uuid5 of its name), so importing
 again with ``overwrite`` updates the same rows: provisioning is idempotent.
 
 Why virtual datasets: pyhive's ``hive://`` dialect lists database names where SQLAlchemy expects
@@ -50,6 +50,11 @@ DATASETS: dict[str, tuple[str, str, dict[str, str]]] = {  # name: (time column, 
         "batch_id, speed_version FROM late.sensor_readings"),
         {"event_id": "STRING", "sensor_id": "STRING", "window_start": "TIMESTAMP", "window_end": "TIMESTAMP",
          "arrival_time": "TIMESTAMP", "lateness_s": "DOUBLE", "batch_id": "BIGINT", "speed_version": "INT"}),
+    "tw_alerts_sensor_readings": ("last_event_time", (
+        "SELECT alert_id, pattern, kind, key AS sensor_id, last_event_time, watermark, emitted_at "
+        "FROM alerts.sensor_readings"),
+        {"alert_id": "STRING", "pattern": "STRING", "kind": "STRING", "sensor_id": "STRING",
+         "last_event_time": "TIMESTAMP", "watermark": "TIMESTAMP", "emitted_at": "TIMESTAMP"}),
 }
 
 
@@ -97,6 +102,9 @@ CHARTS: dict[str, tuple[str, dict[str, Any]]] = {  # title: (dataset, form data)
         time_grain_sqla="PT1S", markerEnabled=True, markerSize=4, y_axis_format=".1f")),
     "Late arrivals: events the speed layer dropped, by the window they missed": ("tw_late_sensor_readings", _series(
         "window_start", [_metric("late events", "COUNT(*)")], ["sensor_id"], "echarts_timeseries_bar",
+        stack="Stack")),
+    "Alerts over time, by pattern": ("tw_alerts_sensor_readings", _series(
+        "last_event_time", [_metric("alerts", "COUNT(*)")], ["pattern"], "echarts_timeseries_bar",
         stack="Stack")),
 }
 

@@ -3,12 +3,15 @@
 Tumbling and sliding windows: ONE stateless ``stream`` query (``speed.stream_batch``). Session windows:
 an ``ingest`` query and a stateful ``speed`` query (``speed.open_sessions``: open sessions shown as they
 change, closed ones final, written by ``speed.session_sink``). A new checkpoint is a
-new lineage; what it does with tables that already hold rows is decided in ``io.lineage``.
+new lineage; what it does with tables that already hold rows is decided in ``io.lineage``. A pipeline
+with an ``alerts:`` section also runs the ``alerts`` query (``spark_jobs.alerts.query``) beside its
+ingest role: in the main job, never in a replay.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from lakehouse import contracts, naming
@@ -36,8 +39,10 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
                      contracts.late(p), contracts.STREAM_PROGRESS)
     definition_guard.require_speed_same(cfg, p, version)
     trigger = {"processingTime": f"{cfg.spark.trigger_seconds} seconds"}
-    if stateless(p):
-        return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger)}
+    alerts = alerts_query(spark, cfg, p, which, trigger)  # started after the others (its dict's last entry)
+    which = [q for q in which if q != ALERTS]
+    if stateless(p) and which:
+        return {STREAM: start_stream(spark, cfg, p, version, which, starting_offsets, trigger), **alerts()}
     queries: dict[str, Any] = {}
     if "ingest" in which:
         checkpoint = naming.checkpoint_dir(cfg, p.name, "ingest", INGEST_VERSION)
@@ -68,10 +73,22 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
             .option("checkpointLocation", str(checkpoint))
             .trigger(**trigger).start()
         )
-    return queries
+    return {**queries, **alerts()}
 
 
 STREAM = "stream"
+ALERTS = "alerts"
+
+
+def alerts_query(spark: Any, cfg: TidewaterConfig, p: Pipeline, which: list[str],
+                 trigger: dict[str, str]) -> Callable[[], dict[str, Any]]:
+    """What starts {"alerts": query} when ``p`` declares alerts and ``which`` asks for them (``alerts``, or
+    the ``ingest`` role of the main job while its alerts query does not run yet); else {}."""
+    from spark_jobs.alerts.query import start_alerts
+
+    running = any(q.name == f"{p.name}_{ALERTS}" for q in spark.streams.active)
+    wanted = p.alerts and (ALERTS in which or ("ingest" in which and not running))
+    return lambda: {ALERTS: start_alerts(spark, cfg, p, trigger)} if wanted else {}
 
 
 def stateless(p: Pipeline) -> bool:

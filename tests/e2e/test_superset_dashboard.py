@@ -41,6 +41,7 @@ def make_data(cfg: Any) -> None:
     watermark (bronze keeps them, speed drops them: the batch corrects those windows), a batch run."""
     from lakehouse.pipeline import load_pipeline
     from spark_jobs.speed.control import wait_caught_up
+    from tests.integration.alert_checks import wait_alerts_caught_up
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
 
@@ -54,6 +55,7 @@ def make_data(cfg: Any) -> None:
     cli("produce", PIPELINE, "--count", "400", "--start-ms", str(start_ms + 10 * 60_000), "--step-ms", "500",
         "--malformed", "0.01", "--seed", "23", "--id-prefix", "bi-c")
     assert wait_caught_up(cfg, p, timeout=900, job_must_run=True), "speed job did not catch up"
+    wait_alerts_caught_up(cfg, p, timeout=900)  # the alerts chart's rows
     cli("speed", "stop", PIPELINE)
     cli("batch", PIPELINE)
 

@@ -1,7 +1,8 @@
 """Events that keep flowing while something breaks, and the exactly-once check that ends each trial.
 
 ``EventProducer`` sends ``sensor_readings`` events stamped with the wall clock (so none is later than
-the watermark), one malformed record in 40 and one duplicate (same event id, re-sent) in 25, and
+the watermark), temperatures from -5 to 50 (above 35, below 20 and at least 45 often: the pipeline's
+sequence and threshold alerts fire), one malformed record in 40 and one duplicate (same event id, re-sent) in 25, and
 remembers exactly what it sent; with ``late_every``, every n-th event is stamped 10 minutes ago (late
 once the job's watermark runs). ``assert_exactly_once`` checks every table against that: every Kafka
 offset of every partition in bronze or quarantine exactly once, bronze equal to the valid records
@@ -71,7 +72,7 @@ class EventProducer(threading.Thread):
                 else:
                     event = {"event_id": f"{LATE_PREFIX if late else 'k'}{i:07d}", "sensor_id": f"s-{i % 7}",
                              "timestamp": int(time.time() * 1000) - (LATE_BY_MS if late else 0),
-                             "temperature": round(self.rng.uniform(-5.0, 35.0), 2)}
+                             "temperature": round(self.rng.uniform(-5.0, 50.0), 2)}
                 self._send(event["sensor_id"].encode(), json.dumps(event).encode())
                 self.valid.append(event)
             time.sleep(1.0 / self.rate)

@@ -1,6 +1,8 @@
 """Exactly once, proven: SIGKILL the speed job (Python driver and JVM together) at random moments
 while events keep flowing (a few of them 10 minutes late), restart it each time, stop and start it
-gracefully once, then check every table against what was really sent, ``late.<p>`` included.
+gracefully once, then check every table against what was really sent, ``late.<p>`` included, and the
+alerts: ``alerts.<p>`` each once and equal to the plain-Python oracle, the topic ``<topic>.alerts`` holding
+every alert id (a duplicate only byte-for-byte equal: at least once, deduplicated by key).
 
 The producer and the check are tests/integration/exactly_once.py's (shared with the broker-failure
 tests in test_kafka_cluster.py).
@@ -17,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.integration.alert_checks import assert_topic_holds, table_alerts, wait_alerts_caught_up
+from tests.integration.alerts_oracle import expected_alerts
 from tests.integration.exactly_once import LATE_PREFIX, PIPELINE, TOPIC, EventProducer, assert_exactly_once
 from tests.integration.speed_helpers import late_rows
 
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 
     from infra.services.process import ManagedProcess
     from lakehouse.config import TidewaterConfig
+    from lakehouse.pipeline import Pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 HOST_TZ = "America/Los_Angeles"  # west of UTC: see the host_time_zone fixture
@@ -96,6 +101,7 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         caught_up = wait_caught_up(cfg, p, timeout=600)
         assert caught_up, (f"speed job did not catch up after the last restart; trials {trials}; lag "
                            f"{speed_status(cfg, p).get('lag')}; log:\n{speed_process(cfg, p).tail(60)}")
+        alerts_watermark = wait_alerts_caught_up(cfg, p, timeout=600)
     finally:
         stop_speed(cfg, p)
     print("\ncrash trials: " + "; ".join(trials))
@@ -109,6 +115,8 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
     # every offset once in bronze or quarantine; speed = the oracle over every event sent except those
     # late.<p> holds: a late event is either counted by the speed layer or kept there, never both or neither
     assert_exactly_once(spark, cfg, producer, left_out={r.event_id for r in kept})
+
+    assert_alerts_once(spark, cfg, p, producer, alerts_watermark)
 
     # the platform's own facts are exactly once too: one ops.stream_progress row per committed
     # micro-batch of each query lineage, across every kill -9 and restart (none missing, none twice)
@@ -233,3 +241,26 @@ def test_a_compaction_beside_the_next_blocks_appends_commits_and_loses_nothing(s
     assert spark.table(table).where(f"batch_id >= {COMPACT_EVERY} AND compacted").count() == 0
     view = spark.table(contracts.speed(p, version).name)
     assert view.agg(F.sum("event_count")).collect()[0][0] == 20 * batch_id  # every event once
+
+
+def assert_alerts_once(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, producer: EventProducer,
+                       watermark_ms: int) -> None:
+    """``alerts.<p>`` equal to the oracle over the events the alerts query accepted, each alert once; the topic
+    holds every one. Accepted: every on-time event, and the late ones of its first micro-batch (no watermark
+    yet there; its checkpoint was never deleted, so every later one ran under a watermark that drops them)."""
+    from lakehouse import naming
+    from spark_jobs.io.lineage import batch_end_offsets
+
+    first = batch_end_offsets(naming.alerts_checkpoint(cfg, p.name), 0, TOPIC)
+    spark.catalog.refreshTable("bronze.sensor_readings")
+    in_first = {r.event_id for r in spark.table("bronze.sensor_readings").select(
+        "event_id", "kafka_partition", "kafka_offset").collect() if r.kafka_offset < first.get(str(r.kafka_partition), 0)}
+    accepted = {e["event_id"]: e for e in producer.valid
+                if not e["event_id"].startswith(LATE_PREFIX) or e["event_id"] in in_first}
+    expected = expected_alerts(p, list(accepted.values()), watermark_ms)
+    assert {"hot_then_cold", "overheating"} <= {a[1] for a in expected}, "the events fire the sequence and threshold"
+    stored = table_alerts(spark, naming.table("alerts", p.name))
+    assert len(stored) == len({a[0] for a in stored}), "every alert once in alerts.<p>"
+    assert set(stored) == expected
+    assert_topic_holds(cfg, naming.alerts_topic(TOPIC), expected)
+    print(f"alerts: {len(stored)} in alerts.{p.name} and its topic, equal to the oracle")

@@ -3,7 +3,9 @@
 Tumbling windows (``sensor_readings``): phase A: clean events over six minutes for four sensors, plus one record of every malformed
 kind. Phase B (after A is processed): out-of-order events within the watermark, events later than
 the watermark, duplicates of recent events and one duplicate of an old (already late) event.
-Phase C: events that advance the watermark so early windows become final. The late ones are kept,
+Phase C: events that advance the watermark so early windows become final. A few sensors' readings
+fire each alert pattern of sensor_readings (``alerts.sensor_readings`` and its topic, against a plain-Python
+oracle; three late readings that would fire one are dropped as the docs say). The late ones are kept,
 each with the window it missed, in ``late.<p>`` (checked against a plain-Python oracle). Then
 ``tidewater whatif`` on that bronze, against a plain-Python oracle (``whatif_oracle``) and what the speed
 layer really dropped.
@@ -21,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.integration.alert_checks import assert_topic_holds, table_alerts, wait_alerts_caught_up
+from tests.integration.alerts_oracle import expected_alerts
 from tests.integration.speed_helpers import (
     MINUTE,
     cli,
@@ -59,6 +63,12 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     p = load_pipeline("sensor_readings", cfg.pipelines)
     t0 = (int(time.time() * 1000) - 3_600_000) // MINUTE * MINUTE
     phase_a = [event(f"a{s}{i:03d}", s, t0 + i * 15_000, 10.0 + i + k) for k, s in enumerate(SENSORS) for i in range(24)]
+    # alerts: s-x hot (x0, x1) then cold (x2) within 10 minutes, hot again (x3) with no cold after; s-y 4 readings
+    # >= 45 within 30 s (one alert of 3), then 3 more in phase B; s-z silent for 5:30
+    phase_a += [event("x0", "s-x", t0, 36.0), event("x1", "s-x", t0 + 30_000, 37.0), event("x2", "s-x", t0 + MINUTE, 15.0),
+                event("x3", "s-x", t0 + 2 * MINUTE, 40.0),
+                *(event(f"y{i}", "s-y", t0 + 2 * MINUTE + i * 10_000, 46.0) for i in range(4)),
+                event("z0", "s-z", t0 - MINUTE, 20.0), event("z1", "s-z", t0 + 4 * MINUTE + 30_000, 20.0)]
     good = event("bad", "s-a", t0, 1.0)
     malformed = {
         "MALFORMED_JSON": b'{"event_id": "x1", "sensor_id": ',
@@ -72,18 +82,22 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     send(cfg, "sensor-readings", encode(phase_a) + list(malformed.values()))
     cli("speed", "start", "sensor_readings")
     try:
-        assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase A"
+        assert wait_caught_up(cfg, p, timeout=600, job_must_run=True), "speed layer did not catch up with phase A"
+        wait_alerts_caught_up(cfg, p)
         # watermark is now t0 + 5:45 - 2:00 = t0 + 3:45
         ooo = [event(f"o{s}", s, t0 + 4 * MINUTE + 10_000, 50.0) for s in SENSORS]
+        ooo += [event(f"y{4 + i}", "s-y", t0 + 4 * MINUTE + i * 20_000, 47.0) for i in range(3)]
         late = [event(f"l{i}", "s-a", t0 + MINUTE + 30_000, 45.0) for i in range(3)]
         dup_recent = [e for e in phase_a if e["timestamp"] >= t0 + 4 * MINUTE + 30_000][:3]
         dup_old = [phase_a[1]]  # event time t0 + 0:15, behind the watermark -> dropped as late
         send(cfg, "sensor-readings", encode(ooo + late + dup_recent + dup_old))
         assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase B"
+        wait_alerts_caught_up(cfg, p)
         phase_c = [event(f"c{s}{i}", s, t0 + 6 * MINUTE + i * 20_000, 20.0) for s in SENSORS for i in range(4)]
         send(cfg, "sensor-readings", encode(phase_c))
         assert wait_caught_up(cfg, p, timeout=300, job_must_run=True), "speed layer did not catch up with phase C"
         time.sleep(12)  # one more trigger: the no-data batch that evicts state and the finality update
+        alerts_watermark = wait_alerts_caught_up(cfg, p)
     finally:
         stop_speed(cfg, p)
 
@@ -113,6 +127,16 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     # finality: the watermark reached t0 + 7:00 - 2:00 = t0 + 5:00
     for (sensor, ws), row in got.items():
         assert row.is_final == (ws + MINUTE <= t0 + 5 * MINUTE), (sensor, ws, row.is_final)
+
+    # alerts: exactly the oracle's over the events the watermark accepted (the three late s-a readings of 45
+    # would have made an overheating alert), each once, decided by the last watermark t0 + 5:00
+    assert alerts_watermark == t0 + 5 * MINUTE
+    alerts = expected_alerts(p, list({e["event_id"]: e for e in accepted}.values()), alerts_watermark)
+    assert {(a[1], a[3]) for a in alerts} == {("hot_then_cold", ("x0", "x2")), ("overheating", ("y0", "y1", "y2")),
+                                              ("overheating", ("y4", "y5", "y6")), ("silent_sensor", ("z0",))}
+    stored = table_alerts(spark, "alerts.sensor_readings")
+    assert sorted(stored) == sorted(alerts)
+    assert_topic_holds(cfg, "sensor-readings.alerts", alerts)
 
     # the watermark drops were counted: 3 late events + 1 duplicate of an old event
     progress = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == "sensor_readings"]

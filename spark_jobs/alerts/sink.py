@@ -1,0 +1,54 @@
+"""``AlertSink``: the alerts query's ``foreachBatch`` sink (``io.sink.MicroBatchSink``).
+
+1. Delta, exactly once: the micro-batch's alerts are MERGEd into ``alerts.<p>`` on ``alert_id``,
+   inserting only the ones not there yet. A micro-batch that Spark re-runs after a crash recomputes the
+   same alerts from the same state and watermark, and inserts nothing twice.
+2. Kafka, at least once: then the rows of those alert ids, AS STORED (first emission's ``emitted_at``
+   and ``batch_id``), go to ``<topic>.alerts`` with ``alert_id`` as the record key. A crash between the
+   two steps re-sends them when the micro-batch re-runs: a duplicate is byte-for-byte the same record,
+   the topic is compacted (``alerts.topic``), and a consumer keeps one record per key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakehouse import contracts, naming
+from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_source import CLIENT_TIMEOUTS
+
+PAYLOAD = ("alert_id", "pattern", "kind", "key", "event_ids", "event_times", "watermark", "emitted_at")
+
+
+class AlertSink:
+    """foreachBatch sink of the alerts query."""
+
+    def __init__(self, spark: Any, cfg: TidewaterConfig, p: Pipeline) -> None:
+        self.spark, self.bootstrap = spark, cfg.kafka.bootstrap
+        self.table, self.topic = naming.table("alerts", p.name), naming.alerts_topic(p.topic)
+        self.columns = contracts.alerts(p).column_names
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        alerts = (df.dropDuplicates(["alert_id"])
+                  .withColumn("event_times", F.transform("event_times_ms", lambda t: F.timestamp_millis(t)))
+                  .withColumn("first_event_time", F.col("event_times")[0])
+                  .withColumn("last_event_time", F.element_at("event_times", -1))
+                  .withColumn("watermark", F.timestamp_millis("watermark_ms"))
+                  .withColumn("emitted_at", F.current_timestamp())
+                  .withColumn("batch_id", F.lit(batch_id).cast("bigint"))
+                  .select(*self.columns)).persist()
+        try:
+            if alerts.isEmpty():
+                return
+            (DeltaTable.forName(self.spark, self.table).alias("t").merge(alerts.alias("s"), "t.alert_id = s.alert_id")
+             .whenNotMatchedInsertAll().execute())
+            stored = self.spark.table(self.table).join(alerts.select("alert_id"), "alert_id", "left_semi")
+            (stored.select(F.col("alert_id").alias("key"), F.to_json(F.struct(*PAYLOAD)).alias("value"))
+             .write.format("kafka").options(**CLIENT_TIMEOUTS).option("kafka.bootstrap.servers", self.bootstrap)
+             .option("kafka.acks", "all").option("topic", self.topic).save())
+        finally:
+            alerts.unpersist()
