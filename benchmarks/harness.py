@@ -44,6 +44,19 @@ def save_json_result(result: dict[str, Any], kind: str) -> Path:
     return path
 
 
+def save_markdown_table(kind: str, title: str, setting: str, columns: list[str], lines: list[str]) -> Path:
+    """A standalone benchmark's rounds as ``results/<time>-<kind>.md``: ``title``, the git commit and
+    ``setting``, then a table of ``columns`` whose rows are ``lines`` (already ``| a | b |``)."""
+    facts = git_facts()
+    text = (f"# {title}\n\ncommit {facts['commit']} (dirty: {facts['dirty']}); {setting}\n\n"
+            f"| {' | '.join(columns)} |\n|{'---|' * len(columns)}\n" + "\n".join(lines) + "\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{kind}.md"
+    path.write_text(text)
+    print(f"{kind}: wrote {path}")
+    return path
+
+
 def machine_facts() -> dict[str, Any]:
     import os
     import platform

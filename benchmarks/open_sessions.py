@@ -20,11 +20,10 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import RESULTS, git_facts
+from benchmarks.harness import save_markdown_table
 
 
 def write_events(spark: Any, folder: Path, events: int, users: int, files: int) -> None:
@@ -92,14 +91,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(lines[-1], flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    facts = git_facts()
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    text = (f"# open_sessions against session_window\n\ncommit {facts['commit']} (dirty: {facts['dirty']}); "
-            f"{args.events:,} events, {args.users:,} users, {args.files} micro-batches, local[2], 2 shuffle partitions\n\n"
-            "| round | variant | seconds | events/s | rows out |\n|---|---|---|---|---|\n" + "\n".join(lines) + "\n")
-    path = RESULTS / f"{stamp}-open_sessions.md"
-    path.write_text(text)
-    print(f"open_sessions: wrote {path}")
+    save_markdown_table("open_sessions", "open_sessions against session_window",
+                        f"{args.events:,} events, {args.users:,} users, {args.files} micro-batches, local[2], 2 shuffle partitions",
+                        ["round", "variant", "seconds", "events/s", "rows out"], lines)
 
 
 if __name__ == "__main__":

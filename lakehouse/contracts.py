@@ -167,9 +167,10 @@ def speed_partials(p: Pipeline, version: int = 1) -> Contract:
 
 
 def late(p: Pipeline) -> Contract:
-    """The events the stateless speed layer left out because they were behind the watermark of the
-    micro-batch that read them (``spark_jobs.speed.late_rows``): one row per Kafka record and window it
-    missed (a sliding window's event misses every window it belongs to), with the watermark, its
+    """The events the speed layer left out because they were behind the watermark of the micro-batch
+    that read them (``spark_jobs.speed.late_rows``, ``spark_jobs.speed.session_late``): one row per Kafka
+    record and window it missed (a sliding window's event misses every window it belongs to; a session
+    pipeline's event, the session it would have opened), with the watermark, its
     lateness (watermark - event time, ms), the micro-batch, the speed version and its lineage.
     ``window_key`` is the reconciliation ledger's (``ops.reconciliation``): the join key beside the window."""
     keys = tuple((k, FIELD_TYPES[p.schema[k]]) for k in p.keys)

@@ -19,6 +19,9 @@ windows, so that no other module compares ``window.type``.
   size of a tumbling window): a window is the union of ``size / slide`` buckets.
 * ``output_mode``: the speed query's Spark output mode (``update``: the session query emits every change).
 * ``parts``: the durations a definition's ``window:`` must give.
+* ``missed``: the window (or windows) an event behind the speed layer's watermark missed (``late.<p>``):
+  those ``assign`` gives a fixed window's event; for a session, the one the event would have opened,
+  ``[event_time, event_time + gap)``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class WindowKind(Protocol):
 
     def assign(self, w: Window) -> Column: ...
 
+    def missed(self, w: Window) -> Column: ...
+
     def end(self, w: Window, prefix: str = "") -> Column: ...
 
     def open_at(self, w: Window, cutoff: Column) -> Column: ...
@@ -63,6 +68,9 @@ class Fixed:
         from pyspark.sql import functions as F
 
         return F.window("event_time", str(w.size), *([str(w.slide)] if "slide" in self.parts else []))
+
+    def missed(self, w: Window) -> Column:
+        return self.assign(w)
 
     def end(self, w: Window, prefix: str = "") -> Column:
         from pyspark.sql import functions as F
@@ -90,6 +98,12 @@ class Session:
         from pyspark.sql import functions as F
 
         return F.session_window("event_time", str(w.gap))
+
+    def missed(self, w: Window) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.struct(F.col("event_time").alias("start"),
+                        (F.col("event_time") + F.expr(f"INTERVAL {w.gap_seconds} SECONDS")).alias("end"))
 
     def end(self, w: Window, prefix: str = "") -> Column:
         from pyspark.sql import functions as F

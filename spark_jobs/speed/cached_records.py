@@ -54,10 +54,16 @@ def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> A
         F.max(F.when(speed & valid, F.col("event_time"))).alias("hi")).collect()[0]
 
 
-def behind(spark: Any, wm: datetime | None) -> Any:
-    """True for an event behind the watermark ``wm`` (a value outside the generated code: ``speed.micro_batch_values``)."""
+def behind(spark: Any, wm: datetime | None, *, at_watermark: bool = False) -> Any:
+    """True for an event behind the watermark ``wm`` (a value outside the generated code:
+    ``speed.micro_batch_values``): before it, the ``stream`` sink's rule; with ``at_watermark``, at or
+    before it, the rule of Spark's stateful operators (``WatermarkSupport.watermarkExpression``:
+    ``event_time <= watermark``), by which the session query's dedup drops late events."""
     from pyspark.sql import functions as F
 
     from spark_jobs.speed import micro_batch_values as batch_values
 
-    return F.col("event_time") < batch_values.timestamp(spark, wm) if wm is not None else F.lit(False)
+    if wm is None:
+        return F.lit(False)
+    at = batch_values.timestamp(spark, wm)
+    return F.col("event_time") <= at if at_watermark else F.col("event_time") < at

@@ -1,14 +1,15 @@
-"""``late.<p>``: the events a ``stream`` micro-batch leaves out because they are behind its watermark.
+"""``late.<p>``: the events a speed micro-batch leaves out because they are behind its watermark.
 
 The speed role (``speed.role``) leaves out every valid event whose event time is before the watermark
 of the micro-batch that reads it (``cached_records.behind``: Spark's watermark from the offset-log
 entry, computed from the earlier micro-batches' largest event time); ``ops.stream_progress`` counts
 them (``rows_dropped_by_watermark``). ``append`` writes those same events, by the same condition on
 the same cached records, so the count and the rows agree: one row per Kafka record and window it
-belongs to (``transforms.windows.window_column``; a sliding window's event misses every window it
-belongs to, since the speed layer adds it to none), with:
+missed (``window_kinds.missed``: a sliding window's event misses every window it belongs to, since
+the speed layer adds it to none; a session pipeline's event, the session it would have opened), with:
 
-* ``lateness_ms``: the watermark minus the event time, in milliseconds (always > 0);
+* ``lateness_ms``: the watermark minus the event time, in milliseconds (> 0; >= 0 for a session
+  pipeline, whose stateful query drops an event AT the watermark too);
 * ``watermark``, ``batch_id``, ``speed_version``, ``lineage`` (the checkpoint's query id);
 * ``window_key`` (``to_json`` of the keys), ``window_start``, ``window_end``: the ledger's window key.
 
@@ -18,8 +19,9 @@ events, tagged ``<lineage>/<micro-batch>``; a re-run micro-batch first asks whet
 starts by deleting the version's rows at or after its speed floors (``forget_from``): it reads those
 records again, under a watermark of its own.
 
-Session pipelines keep Spark's stateful ``session_window`` query, whose drops are counted from its
-progress only: they have no ``late.<p>`` rows.
+Session pipelines: their stateful ``speed`` query drops late events inside Spark's plan, by a watermark
+and a comparison of its own; ``speed.session_late`` finds the same events again, from the micro-batch's
+Kafka offset range, and writes them with ``late_events`` under the same tagging and re-run rules.
 """
 
 from __future__ import annotations
@@ -29,22 +31,23 @@ from typing import Any
 
 from lakehouse import contracts
 from lakehouse.pipeline import Pipeline
+from lakehouse.window_kinds import kind_of
 
 
 def late_events(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_id: int, version: int,
                 lineage: str) -> Any:
-    """The valid events of ``records`` for which ``late_if`` holds (the speed role's ``late``), one row
-    per window each belongs to, in the ``late.<p>`` contract's columns."""
+    """The valid events of ``records`` for which ``late_if`` holds (the speed role's ``late``, or the
+    session query's rule: ``speed.session_late``), one row per window each missed, in the ``late.<p>``
+    contract's columns."""
     from pyspark.sql import functions as F
 
     from spark_jobs.speed import micro_batch_values as batch_values
     from spark_jobs.transforms.parse import valid_events
-    from spark_jobs.transforms.windows import window_column
 
     spark = records.sparkSession
     watermark = batch_values.timestamp(spark, wm)
     late = valid_events(records.where(late_if))
-    rows = late.select("*", window_column(p).alias("_window")).select(
+    rows = late.select("*", kind_of(p.window).missed(p.window).alias("_window")).select(
         "*", F.col("kafka_timestamp").alias("arrival_time"), watermark.alias("watermark"),
         (F.unix_millis(watermark) - F.unix_millis("event_time")).alias("lateness_ms"),
         F.to_json(F.struct(*p.keys)).alias("window_key"), F.col("_window.start").alias("window_start"),

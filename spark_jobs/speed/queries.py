@@ -66,7 +66,7 @@ def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, w
         new_speed_lineage(spark, contracts.storage_table(p, version), checkpoint, starting_offsets or cfg.kafka.starting_offsets)
         events = read_stream(spark, cfg, p.topic, starting_offsets).transform(with_kafka_metadata).transform(classify(p))
         sessions = valid_events(events).transform(with_watermark_dedup(p)).transform(open_sessions(p))
-        merge: MicroBatchSink = SessionMerge(spark, p, table, cfg.mode)
+        merge: MicroBatchSink = SessionMerge(spark, cfg, p, version, table, checkpoint)
         queries["speed"] = (
             sessions.writeStream.queryName(f"{p.name}_speed_v{version}")
             .outputMode(kind_of(p.window).output_mode).foreachBatch(merge)

@@ -7,14 +7,19 @@ session once: open ones with ``is_final = false``, closed ones with ``is_final =
 micro-batch a session may be upserted open and then closed: the closed row is the one applied. A
 re-run micro-batch (a crash after its commit, before the checkpoint's) recomputes the same changes
 from the same state, and the MERGE of absolute values leaves the table as it was.
+
+Before the MERGE, the micro-batch's events that Spark dropped as behind the watermark go to
+``late.<p>`` (``speed.session_late``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from infra.utc import sql_timestamp
 from lakehouse import contracts
+from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 from spark_jobs.io.delta_io import key_condition
 
@@ -22,17 +27,22 @@ from spark_jobs.io.delta_io import key_condition
 class SessionMerge:
     """foreachBatch sink of a session pipeline's ``speed`` query."""
 
-    def __init__(self, spark: Any, p: Pipeline, table: str, mode: str) -> None:
+    def __init__(self, spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, table: str,
+                 checkpoint: Path) -> None:
         from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
+        from spark_jobs.speed.session_late import SessionLate
 
         self.spark, self.p, self.table = spark, p, table
-        self.log_cleanup = LogCleanup(spark, p.name, stream_tables(p.name, ["speed"], table), mode)
+        self.late = SessionLate(spark, cfg, p, version, checkpoint)
+        tables = [*stream_tables(p.name, ["speed"], table), contracts.late(p).name]
+        self.log_cleanup = LogCleanup(spark, p.name, tables, cfg.mode)
 
     def __call__(self, df: Any, batch_id: int) -> None:
         from delta.tables import DeltaTable
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
+        self.late(batch_id)
         last = Window.partitionBy(*self.p.grain).orderBy(F.col("is_final").desc(), (F.col("op") == "upsert").desc())
         changes = (df.withColumn("_rank", F.row_number().over(last)).where("_rank = 1").drop("_rank")
                    .withColumn("updated_at", F.current_timestamp())

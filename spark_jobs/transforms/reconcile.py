@@ -11,8 +11,9 @@ aggregate (the ``ops.reconciliation`` contract minus run id / time):
 * ``quarantined``: quarantined records whose key and timestamp are parseable and fall in the window;
 * ``late_rows``: the window's rows in ``late.<p>`` (the records the speed layer left out of it as
   behind its watermark, duplicates included: ``late_events`` counts distinct events the speed value
-  misses). The window's late records are ``late.<p>`` joined on the keys (``window_key``),
-  ``window_start`` and ``window_end``.
+  misses). A fixed window's late records are ``late.<p>`` joined on the keys (``window_key``),
+  ``window_start`` and ``window_end``; a session's, those of its keys whose event time is in the session
+  (a late row names the session its event would have opened, which the batch session holds).
 
 ``summarize(ledger)`` counts, in Spark, over the latest row per window and aggregate: the share of
 windows where the speed layer was exact; per aggregate the windows where it differs (a missing speed
@@ -50,6 +51,19 @@ def window_event_counts(p: Pipeline, events: DataFrame, windows: DataFrame, pref
                                       F.count_distinct("_id").alias(f"{prefix}_ids"))
 
 
+def late_row_counts(p: Pipeline, late_records: DataFrame, windows: DataFrame) -> DataFrame:
+    """Per window of ``windows``: ``late_rows``, its rows of ``late.<p>`` (``late_records``)."""
+    from pyspark.sql import functions as F
+
+    grain = list(p.grain)
+    if kind_of(p.window).keeps_state:
+        w, e = windows.select(*grain).alias("w"), late_records.alias("e")
+        placed = w.join(e, event_in_window(p, "w", "e")).select(*(F.col(f"w.{c}").alias(c) for c in grain))
+    else:
+        placed = late_records.select(*grain)
+    return placed.groupBy(*grain).agg(F.count(F.lit(1)).alias("late_rows"))
+
+
 def quarantined_events(p: Pipeline, quarantine: DataFrame) -> DataFrame:
     """Quarantined records whose keys and event time can still be read from the raw value."""
     from pyspark.sql import functions as F
@@ -70,9 +84,9 @@ def ledger_rows(p: Pipeline, batch_rows: DataFrame, speed_rows: DataFrame, raw_b
     from pyspark.sql import functions as F
 
     grain = list(p.grain)
-    late_counts = late_records.groupBy(*grain).agg(F.count(F.lit(1)).alias("late_rows"))
     aggs = [a.name for a in p.aggregates]
     b = batch_rows.select(*grain, *(F.col(a).cast("double").alias(f"b_{a}") for a in aggs))
+    late_counts = late_row_counts(p, late_records, b)
     s = speed_rows.select(*grain, *(F.col(a).cast("double").alias(f"s_{a}") for a in aggs))
     joined = (b.join(s, grain, "left")
               .join(window_event_counts(p, raw_bronze, b, "bronze"), grain, "left")

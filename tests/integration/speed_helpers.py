@@ -82,6 +82,15 @@ def expected_late(events: list[dict[str, Any]], watermark_ms: int) -> list[tuple
                    watermark_ms - e["timestamp"]) for e in events if e["timestamp"] < watermark_ms)
 
 
+def expected_session_late(events: list[dict[str, Any]], watermark_ms: int, gap_ms: int) -> list[tuple[str, str, int, int, int, int]]:
+    """The ``game_sessions`` records that a micro-batch whose late-event watermark is ``watermark_ms``
+    leaves out (event time AT or before it: the rule of Spark's stateful operators), each with the
+    session it would have opened: (event id, user, event time, window start, window end, lateness ms),
+    sorted; duplicates are records too. Plain Python."""
+    return sorted((e["event_id"], e["user_id"], e["timestamp"], e["timestamp"], e["timestamp"] + gap_ms,
+                   watermark_ms - e["timestamp"]) for e in events if e["timestamp"] <= watermark_ms)
+
+
 def late_rows(spark: Any, table: str) -> list[Any]:
     """``late.<p>`` rows with their instants as epoch milliseconds (no host-zone conversion)."""
     spark.catalog.refreshTable(table)

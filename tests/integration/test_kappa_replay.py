@@ -5,6 +5,8 @@ version 1 and then forward again to version 2.
 While the replay runs, a reader polls ``serving.sensor_readings``: no (sensor, window) may ever
 appear twice, and no window it has seen may disappear. Afterwards the replayed table equals the
 batch computation over bronze (the batch layer's own transform) and an exact plain-Python answer.
+A replay of events far behind every watermark keeps, in ``late.<p>``, exactly what a plain-Python
+oracle says its micro-batches dropped, and the ledger links the windows they miss to them.
 After each rollback, more events: every Kafka offset is in bronze exactly once, and the serving view
 equals the oracle (a version that froze at a switch continues where it stopped, never counting again
 what another lineage counted).
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, send, speed_rows
+from tests.integration.speed_helpers import MINUTE, cli, encode, event, expected_tumbling, late_rows, send, speed_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -217,6 +219,101 @@ def assert_counted_once(spark: SparkSession, cfg: TidewaterConfig, sent: list[di
         assert (served[key].event_count, served[key].min_temperature, served[key].max_temperature) == (count, lo, hi), (
             when, key)
         assert served[key].avg_temperature == pytest.approx(avg), (when, key)
+
+
+def kafka_records(spark: SparkSession, cfg: TidewaterConfig) -> dict[tuple[int, int], dict[str, Any]]:
+    """Every record of the topic: (partition, offset) -> its event (all valid here)."""
+    import json
+
+    rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", cfg.kafka.bootstrap).option("subscribe", TOPIC)
+            .option("startingOffsets", "earliest").load().selectExpr("partition", "offset", "CAST(value AS STRING) AS v")
+            .collect())
+    return {(r.partition, r.offset): json.loads(r.v) for r in rows}
+
+
+def dropped_by(checkpoint: Path, records: dict[tuple[int, int], dict[str, Any]], delay_ms: int) -> list[tuple]:
+    """Plain Python: the records a stateless speed query whose micro-batches are those of ``checkpoint``'s
+    offset log leaves out: event time before the largest event time of its earlier micro-batches minus the
+    watermark delay (checked against the watermark each offset-log entry recorded). Sorted (event id,
+    sensor, event ms, window start ms, lateness ms)."""
+    from spark_jobs.io.lineage import committed_batches, offset_log_entry
+    from spark_jobs.speed.session_late import initial_offsets
+
+    start = {int(k): v for k, v in initial_offsets(checkpoint, TOPIC).items()}
+    seen: int | None = None
+    out: list[tuple] = []
+    for n in committed_batches(checkpoint):
+        meta, end = offset_log_entry(checkpoint, n)
+        wm = None if seen is None else seen - delay_ms
+        assert int(meta["batchWatermarkMs"]) == (wm or 0), (n, meta, wm)
+        ends = {int(k): int(v) for k, v in end[TOPIC].items()}
+        batch = [e for (part, off), e in records.items() if start.get(part, 0) <= off < ends[part]]
+        if wm is not None:
+            out += [(e["event_id"], e["sensor_id"], e["timestamp"], e["timestamp"] // MINUTE * MINUTE, wm - e["timestamp"])
+                    for e in batch if e["timestamp"] < wm]
+        seen = max([seen or 0, *(e["timestamp"] for e in batch)])
+        start = ends
+    return sorted(out)
+
+
+def test_replay_keeps_the_late_rows_its_own_micro_batches_dropped(spark: SparkSession, stack: TidewaterConfig) -> None:
+    """Events far behind every watermark reach the log; ``replay`` (small micro-batches, so that they are
+    not in its first) builds the next version: its ``late.<p>`` rows are exactly what a plain-Python
+    oracle says that version's micro-batches dropped, and the ledger's transform links each window the
+    batch layer would correct to its late rows, and no other (run after the test above: under Asia/Kolkata)."""
+    from lakehouse import naming
+    from lakehouse.pipeline import load_pipeline
+    from lakehouse.speed_versions import active_version
+    from spark_jobs.batch import bronze as batch_bronze
+    from spark_jobs.io.lineage import query_id
+    from spark_jobs.replay import job as replay
+    from spark_jobs.shared.serving_view import refresh_view
+    from spark_jobs.speed.control import stop_speed, wait_caught_up
+    from spark_jobs.transforms import incremental
+    from spark_jobs.transforms.reconcile import ledger_rows
+    from spark_jobs.transforms.windows import dedup_history
+
+    cfg = stack
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    before = active_version(cfg, PIPELINE)
+    first = min(e["timestamp"] for e in kafka_records(spark, cfg).values())
+    late = [event(f"late{s}{j}", s, first + 31_000 + j * 10_000, 99.0) for s in ("k-a", "k-b", "k-c") for j in range(4)]
+    send(cfg, TOPIC, encode(late))
+    records = kafka_records(spark, cfg)
+    os.environ["TIDEWATER_MAX_OFFSETS_PER_TRIGGER"] = "300"  # the replay's micro-batches (its job inherits it)
+    try:
+        out = replay.replay(cfg, p, refresh=lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=900)
+        version = out["to_version"]
+        assert version == before + 1 and active_version(cfg, PIPELINE) == version
+        assert wait_caught_up(cfg, p, version=version, timeout=300)  # kappa: the main job now runs it
+    finally:
+        os.environ.pop("TIDEWATER_MAX_OFFSETS_PER_TRIGGER", None)
+        stop_speed(cfg, p)
+    replayed = naming.checkpoint_dir(cfg, PIPELINE, "speed", version)
+    want = dropped_by(replayed, records, p.watermark_seconds * 1000)
+    # every event sent behind is dropped; so are events of a partition the small micro-batches read behind
+    # the others (its events fall behind the watermark the other partitions moved): the oracle has those too
+    assert {e["event_id"] for e in late} <= {e[0] for e in want}
+    kept = [r for r in late_rows(spark, "late.sensor_readings") if r.speed_version == version]
+    assert sorted((r.event_id, r.sensor_id, r.ts, r.ws, r.lateness_ms) for r in kept) == want
+    assert {r.lineage for r in kept} == {query_id(replayed)}
+
+    # the ledger (its transform: kappa mode has no batch runs) links each window the batch layer's
+    # computation over bronze differs in to its late rows
+    _v, snapshot = batch_bronze.bronze_snapshot(spark, cfg, p)
+    far_future = snapshot.selectExpr("max(event_time) + INTERVAL 1 DAY").collect()[0][0]
+    batch_rows = incremental.all_windows(p, snapshot.transform(dedup_history(p)), far_future)
+    late_table = spark.table("late.sensor_readings").where(f"speed_version = {version}")
+    ledger = ledger_rows(p, batch_rows, spark.table(naming.speed_table(PIPELINE, version)), snapshot,
+                         spark.table(naming.table("quarantine", PIPELINE)), late_table).where("aggregate = 'event_count'")
+    linked = {(r.window_key, r.ws): (r.late_rows, r.exact) for r in ledger.selectExpr(
+        "*", "unix_millis(window_start) AS ws").collect()}
+    per_window: dict[tuple[str, int], int] = {}
+    for e in want:
+        key = (f'{{"sensor_id":"{e[1]}"}}', e[3])
+        per_window[key] = per_window.get(key, 0) + 1
+    assert {k: n for k, (n, _) in linked.items() if n} == per_window
+    assert {k for k, (_, exact) in linked.items() if not exact} == set(per_window)
 
 
 def test_up_after_switching_to_lambda_restarts_speed_and_redefines_serving(spark: SparkSession,

@@ -12,14 +12,15 @@ layer really dropped.
 
 Session windows (``game_sessions``): one user's session seen in ``serving.game_sessions`` while it is
 open, extended, merged with a second open session, and closed by the watermark, against a plain-Python
-oracle, never twice.
+oracle, never twice; the events the session query drops as late are kept in ``late.game_sessions``,
+each with the session it would have opened (checked against a plain-Python oracle).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +32,7 @@ from tests.integration.speed_helpers import (
     encode,
     event,
     expected_late,
+    expected_session_late,
     expected_sessions,
     expected_tumbling,
     late_rows,
@@ -271,8 +273,32 @@ def test_open_session_is_shown_while_open_extended_merged_and_closed(spark: Spar
         # bridges both (7.5m < 8m, 7.5m + 5m > 12m): one session [t0, t0 + 17m) replaces the two
         step([play("p4", "u1", t0 + 7 * MINUTE + 30_000, 6), play("p2", "u1", t0 + 3 * MINUTE, 4)], open_after=True)
         assert len(expected_sessions(sent, gap)) == 1
-        # another user moves the watermark to t0 + 30m, past the session's end: it is closed, final; a u1
-        # event behind the watermark (t0 + 2m) would have opened a session of its own: it is dropped
-        step([play("q1", "u2", t0 + 40 * MINUTE, 1)], open_after=False, late=(play("l1", "u1", t0 + MINUTE, 100),))
+        # another user moves the watermark to t0 + 30m, past the session's end: it is closed, final. Events
+        # behind the watermark the micro-batch drops late ones by (t0 + 2m: the latest event so far, t0 + 12m,
+        # minus 10m) are dropped: a u1 event that would have opened a session of its own, a late copy of p1,
+        # and a u3 event exactly at the watermark
+        late = (play("l1", "u1", t0 + MINUTE, 100), play("p1", "u1", t0, 3), play("l2", "u3", t0 + 2 * MINUTE, 7))
+        step([play("q1", "u2", t0 + 40 * MINUTE, 1)], open_after=False, late=late)
+        assert_late_sessions_kept(spark, cfg, p, expected_session_late(list(late), t0 + 2 * MINUTE, gap))
     finally:
         stop_speed(cfg, p)
+
+
+def assert_late_sessions_kept(spark: SparkSession, cfg: TidewaterConfig, p: Any, want: list[tuple]) -> None:
+    """``late.game_sessions`` holds exactly ``want`` (the oracle's late records), each at the watermark of
+    a micro-batch of the speed query, which counted as many dropped rows in its progress."""
+    from spark_jobs.io.ops_reader import read_rows
+
+    deadline, got, dropped = time.monotonic() + 60, [], {}
+    while time.monotonic() < deadline:
+        kept = late_rows(spark, "late.game_sessions")
+        got = sorted((r.event_id, r.user_id, r.ts, r.ws, r.we, r.lateness_ms) for r in kept)
+        dropped = {r["batch_id"]: int(r["rows_dropped_by_watermark"]) for r in read_rows(cfg, "ops.stream_progress")
+                   if r["pipeline"] == p.name and r["query"] == "speed" and r["rows_dropped_by_watermark"]}
+        if got == want and sum(dropped.values()) == len(want):
+            break
+        time.sleep(2)
+    assert got == want
+    # progress counts, per micro-batch, as many dropped rows as late.game_sessions holds of it
+    assert dropped == {b: sum(1 for r in kept if r.batch_id == b) for b in {r.batch_id for r in kept}}
+    assert {(r.wm, r.speed_version, r.arrival_time is not None) for r in kept} == {(want[0][2] + want[0][5], 1, True)}
