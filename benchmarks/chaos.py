@@ -1,6 +1,7 @@
 """``make chaos``: the long operation sequence (``chaos_sequence``) on an isolated stack, every pipeline in
 both modes (six sequences of ``--steps`` / 6 operations each, 300 by default), under a host zone east of
-UTC. Each step's operation, duration and every invariant's outcome go into
+UTC, with the tests' short-lived JVM flags and one warm-up round per speed job (the environment overrides
+them). Each step's operation, duration, its check's phases and every invariant's outcome go into
 ``benchmarks/results/<UTC time>-chaos/chaos.json`` (with the seed and the git commit) and a summary
 ``chaos.md``. A broken invariant ends the run; the files then say where, and the seed repeats it.
 
@@ -26,6 +27,7 @@ from lakehouse.config import load_config
 from lakehouse.pipeline import available_pipelines, load_pipeline
 from spark_jobs.io.kafka_admin import ensure_topic
 from spark_jobs.speed.control import stop_speed
+from tidewater.isolated_stack import ONE_WARM_UP_ROUND, SHORT_LIVED_JVM_OPTIONS
 
 HOST_TZ = "Asia/Kolkata"
 MODES = ("lambda", "kappa")
@@ -34,6 +36,8 @@ MODES = ("lambda", "kappa")
 def run(steps: int, seed: int, out: Path) -> dict[str, Any]:
     os.environ["TZ"] = HOST_TZ
     time.tzset()
+    for name, value in {"TIDEWATER_JVM_OPTIONS": SHORT_LIVED_JVM_OPTIONS, **ONE_WARM_UP_ROUND}.items():
+        os.environ.setdefault(name, value)  # the tests' JVM flags and warm-up: no latency measured here
     names = sorted(available_pipelines())
     per_sequence = -(-steps // (len(names) * len(MODES)))
     result: dict[str, Any] = {"seed": seed, "steps_requested": steps, "host_tz": HOST_TZ, "git": git_facts(),
@@ -70,10 +74,21 @@ def finish(result: dict[str, Any], out: Path) -> dict[str, Any]:
         "invariant_checks": {name: {"held": checks[(name, True)], "broken": checks[(name, False)],
                                     "not_applicable": checks[(name, None)]}
                              for name in sorted({n for n, _ in checks})},
+        "seconds_by_operation": seconds_by_operation(steps),
         "failed": any("failure" in seq for seq in result["sequences"])}
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     write(result, out)
     return result
+
+
+def seconds_by_operation(steps: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per operation kind, and over all (``*``): the mean seconds of the operation and of its check."""
+    kinds: dict[str, list[dict[str, Any]]] = {"*": steps}
+    for s in steps:
+        kinds.setdefault(s["operation"], []).append(s)
+    return {kind: {"count": len(done), "operation": round(sum(s["seconds"] for s in done) / len(done), 1),
+                   "check": round(sum(sum(s.get("check_seconds", {}).values()) for s in done) / len(done), 1)}
+            for kind, done in sorted(kinds.items()) if done}
 
 
 def write(result: dict[str, Any], out: Path) -> None:
@@ -94,6 +109,9 @@ def write(result: dict[str, Any], out: Path) -> None:
                   "| invariant | held | broken | not applicable |", "|---|---|---|---|"]
         lines += [f"| {name} | {c['held']} | {c['broken']} | {c['not_applicable']} |"
                   for name, c in summary["invariant_checks"].items()]
+        lines += ["", "| operation | count | mean seconds | mean check seconds |", "|---|---|---|---|"]
+        lines += [f"| {kind} | {c['count']} | {c['operation']} | {c['check']} |"
+                  for kind, c in summary["seconds_by_operation"].items()]
     (out / "chaos.md").write_text("\n".join(lines) + "\n")
 
 

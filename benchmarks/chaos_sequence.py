@@ -70,6 +70,7 @@ class OperationSequence:
     counts: dict[str, int] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)  # per step: operation, seconds, each invariant
     on_step: Any = None  # called after each step's checks (``benchmarks.chaos`` writes its results file)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds of each phase of the last check
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}/{self.p.name}/{self.cfg.mode}")
@@ -109,8 +110,9 @@ class OperationSequence:
             raise
         except Exception as exc:
             raise self.fail(f"operation {op} raised {type(exc).__name__}: {str(exc)[:3000]}") from exc
-        record = {"step": len(self.done), "operation": op, "seconds": round(time.monotonic() - started, 1),
-                  "invariants": self.check()}
+        seconds, self.phases = round(time.monotonic() - started, 1), {}
+        record = {"step": len(self.done), "operation": op, "seconds": seconds, "invariants": self.check(),
+                  "check_seconds": self.phases}
         self.steps.append(record)
         if self.on_step is not None:
             self.on_step()
@@ -123,19 +125,28 @@ class OperationSequence:
 
     def check(self) -> dict[str, bool | None]:
         """Every invariant once the speed layer caught up: name -> held (None: not applicable yet)."""
-        version = active_version(self.cfg, self.p.name)
+        version, mark = active_version(self.cfg, self.p.name), time.monotonic()
         try:
             caught_up = wait_caught_up(self.cfg, self.p, version=version, timeout=600, job_must_run=True)
         except Exception as exc:
             raise self.fail(f"the speed layer stopped: {str(exc)[:3000]}") from exc
         if not caught_up:
             raise self.fail(f"the speed layer (v{version}) did not catch up within 600 s")
+        mark = self.phase("wait_caught_up", mark)
         records = read_topic(self.cfg.kafka.bootstrap, self.p.topic)
+        mark = self.phase("read_topic", mark)
         found = problems_by_invariant(self.spark, self.cfg, self.p, records, self.at_publish, stateless(self.p))
+        self.phase("invariants", mark)
         broken_ = [f"{name}: {problem}" for name, problems in found.items() for problem in problems or []]
         if broken_:
             raise self.fail("invariants broken after the last operation:\n" + "\n".join(broken_[:20]))
         return {name: None if problems is None else not problems for name, problems in found.items()}
+
+    def phase(self, name: str, since: float) -> float:
+        """Record the seconds of one phase of the check since ``since``; the time now, for the next phase."""
+        now = time.monotonic()
+        self.phases[name] = round(now - since, 1)
+        return now
 
     def produce(self) -> None:
         p, rng, now = self.p, self.rng, int(time.time() * SECOND)

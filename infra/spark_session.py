@@ -162,9 +162,7 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
             bound.conf.set(key, value)
         bound.sparkContext.setJobDescription(app_name)
         return bound
-    utc.pin_process_to_utc()  # collect() returns local-zone naive datetimes: make that zone UTC
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    driver_process_env()
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -180,6 +178,16 @@ def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str
     _quiet_query_context_loggers()
     ensure_databases(spark)
     return spark
+
+
+def driver_process_env() -> None:
+    """The environment a Spark driver needs in this process, which the processes it starts inherit: the
+    UTC zone (collect() returns local-zone naive datetimes), the loopback address and this Python. Set by
+    ``get_spark``, or first, in the main thread, when a driver starts on another thread while this one
+    starts jobs (``spark_jobs.replay.job``): a child then inherits the same environment either way."""
+    utc.pin_process_to_utc()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
 
 
 def _quiet_query_context_loggers() -> None:

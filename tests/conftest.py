@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tidewater.isolated_stack import ONE_WARM_UP_ROUND, SHORT_LIVED_JVM_OPTIONS
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -26,10 +28,10 @@ REPO = Path(__file__).resolve().parent.parent
 # C1 only (short-lived JVMs); Tidewater adds a tiered JVM's code cache size (lakehouse.config_jvm_flags).
 # The parallel collector: the same quick-benchmark work in about 4% less time than G1 (two
 # runs each); it has no concurrent marking threads to share the 2 cores with.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+TEST_JVM_OPTIONS = SHORT_LIVED_JVM_OPTIONS
 # one warm-up round of each kind per speed job (default 4 and 3): the tests measure no latency, and
 # start dozens of speed jobs; one round of each still runs every warm-up path
-TEST_WARM_UP_ROUNDS = {"TIDEWATER_WARM_UP_PLAN_ROUNDS": "1", "TIDEWATER_WARM_UP_RECORD_ROUNDS": "1"}
+TEST_WARM_UP_ROUNDS = ONE_WARM_UP_ROUND
 
 
 @contextlib.contextmanager

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 PORT_VARS = ("TIDEWATER_METASTORE_PORT", "TIDEWATER_THRIFT_PORT", "TIDEWATER_AIRFLOW_PORT", "TIDEWATER_JOB_SERVICE_PORT")
 KAFKA_PORT_BLOCK = 6  # up to 3 brokers: client ports base, base+2, base+4; controllers base+1, base+3, base+5
+# For stacks whose JVMs live minutes and measure no latency (the tests, ``make chaos``): C1 only and the
+# parallel collector (why: tests/conftest.py ``c1_jit_for_test_jvms``), and one warm-up round of each
+# kind per speed job (default 4 and 3): every warm-up path still runs, each start 4-40 s shorter
+SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+ONE_WARM_UP_ROUND = {"TIDEWATER_WARM_UP_PLAN_ROUNDS": "1", "TIDEWATER_WARM_UP_RECORD_ROUNDS": "1"}
 
 
 @contextmanager

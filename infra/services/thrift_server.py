@@ -208,7 +208,7 @@ def start(cfg: TidewaterConfig, timeout: float = 300) -> int:
     _write_properties(properties_file(cfg), secret)
     thrift_access.write_credentials(cfg)
     pid = start_healthy(proc, argv, lambda: serving_ready(cfg), timeout, "thrift: the Thrift server did not start",
-                        interval=1, env=env, cwd=cfg.data_dir)
+                        env=env, cwd=cfg.data_dir)  # start_healthy's 0.5 s: a port probe and a file check
     thrift_tls.record(cfg)
     return pid
 

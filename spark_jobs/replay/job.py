@@ -3,7 +3,8 @@
 1. Check that Kafka still holds the whole history (earliest retained offset 0 in every
    partition); otherwise refuse and change nothing (retention would leave silent gaps).
 2. Start speed query version N+1 alone, from the earliest offsets, with a fresh checkpoint, into
-   ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving.
+   ``speed.<p>__v<N+1>``, while the main job (ingest + speed vN) keeps serving, and the command's own
+   Spark session (for the switch) starts beside it.
 3. Wait until v(N+1) has caught up: within ``replay.max_lag_records`` of the topic's end offsets,
    or level with vN's committed offsets (both from ``ops.stream_progress``).
 4. Switch: stop the main job (vN freezes), wait until v(N+1) has committed at least the offsets vN's
@@ -25,8 +26,10 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
+from spark_jobs.shared.background import Background
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
+    LAG_POLL_SECONDS,
     committed_offsets,
     lag_records,
     require_topic,
@@ -100,7 +103,7 @@ def wait_not_behind(cfg: TidewaterConfig, p: Pipeline, new: int, old: int, timeo
     while time.monotonic() < deadline:
         if not_behind(cfg, p, new, old, old_may_be_empty=True, old_stopped=True):
             return True
-        time.sleep(1)
+        time.sleep(LAG_POLL_SECONDS)
     return False
 
 
@@ -124,16 +127,27 @@ def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], tim
     CLI's Spark start) runs under the switch lock: a second replay at once is refused before its own."""
     check_history(cfg, p)
     with switch_lock(cfg, p):
-        prepare()
+        ready = in_background(prepare)
         active = active_version(cfg, p.name)
         new = next_version(cfg, p.name, active)
         log(f"replaying {p.topic} into {naming.speed_table(p.name, new)} (active: v{active})")
-        return catch_up_and_switch(cfg, p, new, active, "earliest", refresh, timeout)
+        return catch_up_and_switch(cfg, p, new, active, "earliest", refresh, timeout, ready)
+
+
+def in_background(prepare: Callable[[], Any]) -> Callable[[], Any]:
+    """``prepare`` (the CLI's Spark start, 10-60 s) on a thread of its own, while the replay job starts and
+    catches up; returns the wait for it, which re-raises its error. The driver's process environment is set
+    first, here: the jobs started meanwhile inherit it as they would after a Spark start."""
+    from infra.spark_session import driver_process_env
+
+    driver_process_env()
+    return Background(prepare).join
 
 
 def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int, starting_offsets: str | None,
-                        refresh: Callable[[int], Any], timeout: float) -> dict[str, Any]:
-    """Run speed version ``new`` alone until it is level with ``active``, then switch to it."""
+                        refresh: Callable[[int], Any], timeout: float, ready: Callable[[], Any]) -> dict[str, Any]:
+    """Run speed version ``new`` alone until it is level with ``active``, then switch to it. ``ready``
+    waits for what the switch needs (``in_background``); if it fails, nothing is switched."""
     job = f"replay-{p.name}-v{new}"
     main_running = speed_process(cfg, p).running()
     started = time.monotonic()
@@ -151,12 +165,17 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
         if lag is not None and (lag <= cfg.replay.max_lag_records
                                 or (main_running and not_behind(cfg, p, new, active))):
             break
-        time.sleep(1)
+        time.sleep(LAG_POLL_SECONDS)
     else:
         stop_speed(cfg, p, name=job)
         raise TidewaterError(f"replay: v{new} did not catch up within {timeout:.0f}s (lag {lag}); v{active} is "
                              "still active and the replay job was stopped")
     caught_up = time.monotonic() - started
+    try:
+        ready()
+    except BaseException:
+        stop_speed(cfg, p, name=job)
+        raise
     stop_speed(cfg, p)  # freeze v(N): from here on, what it serves cannot grow any more
     if not wait_not_behind(cfg, p, new, active, timeout=max(60.0, deadline - time.monotonic())):
         stop_speed(cfg, p, name=job)
@@ -181,5 +200,4 @@ def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], t
             raise TidewaterError(f"replay: {p.name} has no previous version to roll back to (no replay switch yet)")
         if previous == active:
             raise TidewaterError(f"replay: v{active} of {p.name} is already active; nothing to roll back to")
-        prepare()
-        return catch_up_and_switch(cfg, p, previous, active, None, refresh, timeout)
+        return catch_up_and_switch(cfg, p, previous, active, None, refresh, timeout, in_background(prepare))

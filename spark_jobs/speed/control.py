@@ -22,6 +22,8 @@ from spark_jobs.io.kafka_admin import offsets, require_log_append_time
 from spark_jobs.shared import definition_guard
 
 REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
+START_POLL_SECONDS = 0.25  # between two reads of a starting job's new log lines (a file read)
+LAG_POLL_SECONDS = 0.5  # between two lag reads (ops.stream_progress and Kafka's offsets: about 0.15 s each)
 
 
 def speed_process(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> Any:
@@ -63,7 +65,7 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
             if refused:  # the job's own one-line refusal (``spark_jobs.speed.job.main``)
                 raise TidewaterError(f"speed: {refused[-1]}")
             raise TidewaterError(f"speed: {p.name} exited during start; log {proc.log_file}:\n{proc.tail(15)}")
-        time.sleep(1)
+        time.sleep(START_POLL_SECONDS)
     return pid
 
 
@@ -205,5 +207,5 @@ def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] =
 
             raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file} (its error "
                                f"lines):\n{job_evidence(proc.tail(20_000))}")
-        time.sleep(2)
+        time.sleep(LAG_POLL_SECONDS)
     return False

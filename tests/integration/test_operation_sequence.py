@@ -50,8 +50,9 @@ def test_operation_sequence_keeps_every_invariant(spark: Any, stack: Any) -> Non
                 counts[f"{mode}/{name}"] = sequence.run(STEPS)
             finally:
                 stop_speed(cfg, p)
-                print(f"seed {SEED}: {mode}/{name} steps (operation, seconds): "
-                      f"{[(s['operation'], s['seconds']) for s in sequence.steps]}")
+                costs = [(s["operation"], s["seconds"], round(sum(s["check_seconds"].values()), 1))
+                         for s in sequence.steps]
+                print(f"seed {SEED}: {mode}/{name} steps (operation, seconds, check seconds): {costs}")
         finally:
             os.environ.pop("TIDEWATER_MODE", None)
     print(f"seed {SEED}: operations {counts}")
