@@ -151,7 +151,9 @@ class OperationSequence:
     def produce(self) -> None:
         p, rng, now = self.p, self.rng, int(time.time() * SECOND)
         watermark, size = p.watermark_seconds * SECOND, max(p.window.size_seconds, p.window.gap_seconds) * SECOND
-        tag = f"s{len(self.done)}-"
+        # event ids unique across every sequence on the stack: the two modes of a pipeline share its topic,
+        # and an id sent again minutes later with a new event time is a new event to the stream (docs/guarantees.md)
+        tag = f"{self.cfg.mode[0]}s{len(self.done)}-"
         valid = [payload(self.scenario, f"{tag}{i}", now - rng.randint(0, 20 * SECOND)) for i in range(rng.randint(10, 40))]
         valid += [payload(self.scenario, f"{tag}o{i}", now - rng.randint(20 * SECOND, watermark // 2))
                   for i in range(rng.randint(0, 5))]
