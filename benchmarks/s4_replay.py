@@ -66,14 +66,14 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.settings = {"records": records, "topped_up": top_up, "trigger": f"processingTime {cfg.spark.trigger_seconds} s",
                     "maxOffsetsPerTrigger": cfg.spark.max_offsets_per_trigger, "queries": "speed only (no ingest)"}
     out = replay.replay(cfg, p, lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=3600, log=print)
-    new = int(out["to_version"])
+    new = int(out.to_version)
     rows = [r for r in read_rows(cfg, "ops.stream_progress")
             if r["pipeline"] == PIPELINE and r["query"] == "speed" and r["query_version"] == new]
     seconds = span_seconds([(r["batch_time"], (r["batch_duration_ms"] or 0) / 1000.0, r["input_rows"] or 0) for r in rows])
     eps = round(records / seconds) if seconds else None
     res.metrics["replay"] = {"seconds": round(seconds or 0, 2), "events_per_s": eps, "records": records,
-                             "catch_up_seconds_incl_startup": out["catch_up_seconds"],
-                             "total_seconds_incl_switch": out["total_seconds"], "version": new}
+                             "catch_up_seconds_incl_startup": out.catch_up_seconds,
+                             "total_seconds_incl_switch": out.total_seconds, "version": new}
     table, v1 = naming.speed_table(PIPELINE, new), naming.speed_table(PIPELINE, 1)
     total = spark.sql(f"SELECT sum(event_count) FROM {table}").collect()[0][0]
     res.check("replayed sum(event_count) == records in the topic", records, int(total or 0))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import STREAM_PROGRESS
+from lakehouse.progress_records import StreamProgress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,43 +52,43 @@ def _offsets(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True)
 
 
-def progress_row(pipeline: str, query: str, version: int, progress: dict[str, Any]) -> dict[str, Any]:
+def progress_row(pipeline: str, query: str, version: int, progress: dict[str, Any]) -> StreamProgress:
     """One ``ops.stream_progress`` row from a query's progress event (Spark's ``StreamingQueryProgress`` JSON)."""
     ops = progress.get("stateOperators") or []
     source = (progress.get("sources") or [{}])[0]
-    return {
-        "pipeline": pipeline, "query": query, "query_version": version, "run_id": progress.get("runId"),
-        "batch_id": int(progress["batchId"]), "batch_time": _ts(progress.get("timestamp")),
-        "input_rows": int(progress.get("numInputRows") or 0),
-        "input_rows_per_second": float(progress.get("inputRowsPerSecond") or 0.0),
-        "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
-        "batch_duration_ms": int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
-        "watermark": _ts((progress.get("eventTime") or {}).get("watermark")),
-        "state_rows": sum(int(o.get("numRowsTotal") or 0) for o in ops),
-        "rows_dropped_by_watermark": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops),
-        "end_offsets": _offsets(source.get("endOffset")),
-        "latest_offsets": _offsets(source.get("latestOffset")),
-        "recorded_at": datetime.now(UTC),
-    }
+    return StreamProgress(
+        pipeline=pipeline, query=query, query_version=version, run_id=str(progress.get("runId")),
+        batch_id=int(progress["batchId"]), batch_time=_ts(progress.get("timestamp")),
+        input_rows=int(progress.get("numInputRows") or 0),
+        input_rows_per_second=float(progress.get("inputRowsPerSecond") or 0.0),
+        processed_rows_per_second=float(progress.get("processedRowsPerSecond") or 0.0),
+        batch_duration_ms=int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+        watermark=_ts((progress.get("eventTime") or {}).get("watermark")),
+        state_rows=sum(int(o.get("numRowsTotal") or 0) for o in ops),
+        rows_dropped_by_watermark=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in ops),
+        end_offsets=_offsets(source.get("endOffset")),
+        latest_offsets=_offsets(source.get("latestOffset")),
+        recorded_at=datetime.now(UTC),
+    )
 
 
 def recovered_row(pipeline: str, query: str, version: int, batch_id: int, meta: dict[str, Any],
-                  end: dict[str, Any], start: dict[str, Any] | None) -> dict[str, Any]:
+                  end: dict[str, Any], start: dict[str, Any] | None) -> StreamProgress:
     """The row of a committed batch whose progress event was lost, from its offset-log entries."""
     def total(offsets: dict[str, Any]) -> int:
         return sum(int(o) for parts in offsets.values() for o in parts.values())
 
     ms = meta.get("batchTimestampMs")
     wm = meta.get("batchWatermarkMs") or 0
-    return {
-        "pipeline": pipeline, "query": query, "query_version": version, "run_id": RECOVERED, "batch_id": batch_id,
-        "batch_time": datetime.fromtimestamp(ms / 1000, UTC) if ms else None,
-        "input_rows": total(end) - total(start) if start is not None else None,
-        "input_rows_per_second": None, "processed_rows_per_second": None, "batch_duration_ms": None,
-        "watermark": datetime.fromtimestamp(wm / 1000, UTC) if wm > 0 else None, "state_rows": None,
-        "rows_dropped_by_watermark": None, "end_offsets": _offsets(end), "latest_offsets": None,
-        "recorded_at": datetime.now(UTC),
-    }
+    return StreamProgress(
+        pipeline=pipeline, query=query, query_version=version, run_id=RECOVERED, batch_id=batch_id,
+        batch_time=datetime.fromtimestamp(ms / 1000, UTC) if ms else None,
+        input_rows=total(end) - total(start) if start is not None else None,
+        input_rows_per_second=None, processed_rows_per_second=None, batch_duration_ms=None,
+        watermark=datetime.fromtimestamp(wm / 1000, UTC) if wm > 0 else None, state_rows=None,
+        rows_dropped_by_watermark=None, end_offsets=_offsets(end), latest_offsets=None,
+        recorded_at=datetime.now(UTC),
+    )
 
 
 class ProgressRecorder:
@@ -143,7 +144,7 @@ class ProgressRecorder:
         return name[len(self.pipeline) + 1:].rsplit("_v", 1)[0]
 
     def flush(self) -> None:
-        by_query: dict[str, list[dict[str, Any]]] = {}
+        by_query: dict[str, list[StreamProgress]] = {}
         while True:
             try:
                 progress = self.events.get_nowait()
@@ -185,15 +186,15 @@ class ProgressRecorder:
 
         return txn_versions(table_path(self.cfg, STREAM_PROGRESS.name)).get(self.app_id(query), -1)
 
-    def write(self, query: str, rows: list[dict[str, Any]]) -> int:
+    def write(self, query: str, rows: list[StreamProgress]) -> int:
         from spark_jobs.io.delta_io import idempotent_append
         from spark_jobs.io.local_rows import local_frame
 
         done = self.last_written(query)
-        rows = sorted({r["batch_id"]: r for r in rows if r["batch_id"] > done}.values(), key=lambda r: r["batch_id"])
+        rows = sorted({r.batch_id: r for r in rows if r.batch_id > done}.values(), key=lambda r: r.batch_id)
         if not rows:
             return 0
         schema = STREAM_PROGRESS.schema
-        df = local_frame(self.spark, [[r[c] for c in STREAM_PROGRESS.column_names] for r in rows], schema)
-        idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1]["batch_id"])
+        df = local_frame(self.spark, [list(r.row()) for r in rows], schema)
+        idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1].batch_id)
         return len(rows)

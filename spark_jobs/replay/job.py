@@ -25,7 +25,13 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
-from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
+from lakehouse.speed_versions import (
+    VersionSwitch,
+    active_version,
+    next_version,
+    recorded_previous_version,
+    set_active_version,
+)
 from spark_jobs.shared.background import Background
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
@@ -122,7 +128,7 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 
 
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
-           log: Callable[[str], None] = print, prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+           log: Callable[[str], None] = print, prepare: Callable[[], Any] = lambda: None) -> VersionSwitch:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions. ``prepare`` (the
     CLI's Spark start) runs under the switch lock: a second replay at once is refused before its own."""
     check_history(cfg, p)
@@ -145,7 +151,7 @@ def in_background(prepare: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int, starting_offsets: str | None,
-                        refresh: Callable[[int], Any], timeout: float, ready: Callable[[], Any]) -> dict[str, Any]:
+                        refresh: Callable[[int], Any], timeout: float, ready: Callable[[], Any]) -> VersionSwitch:
     """Run speed version ``new`` alone until it is level with ``active``, then switch to it. ``ready``
     waits for what the switch needs (``in_background``); if it fails, nothing is switched."""
     job = f"replay-{p.name}-v{new}"
@@ -183,12 +189,12 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
             start_speed(cfg, p)
         raise TidewaterError(f"replay: v{new} did not reach v{active}'s committed offsets; v{active} is still active")
     switch(cfg, p, new, active, refresh, job, restart_main=main_running or cfg.mode == "kappa")
-    return {"pipeline": p.name, "from_version": active, "to_version": new, "lag_at_switch": lag,
-            "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}
+    return VersionSwitch(p.name, from_version=active, to_version=new, lag_at_switch=lag,
+                         catch_up_seconds=round(caught_up, 1), total_seconds=round(time.monotonic() - started, 1))
 
 
 def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
-             prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+             prepare: Callable[[], Any] = lambda: None) -> VersionSwitch:
     """Switch back to the version that was active before the last replay switch. That version froze
     at the switch, so it first catches up like a replay (never a view on a stale table), in a new
     lineage that continues its table where its last writer stopped (``spark_jobs.speed.lineages``:

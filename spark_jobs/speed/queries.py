@@ -87,8 +87,14 @@ def alerts_query(spark: Any, cfg: TidewaterConfig, p: Pipeline, which: list[str]
     from spark_jobs.alerts.query import start_alerts
 
     running = any(q.name == f"{p.name}_{ALERTS}" for q in spark.streams.active)
-    wanted = p.alerts and (ALERTS in which or ("ingest" in which and not running))
+    wanted = runs_alerts(p, which) and (ALERTS in which or not running)
     return lambda: {ALERTS: start_alerts(spark, cfg, p, trigger)} if wanted else {}
+
+
+def runs_alerts(p: Pipeline, which: list[str]) -> bool:
+    """Whether a job running the queries ``which`` runs ``p``'s alerts query: the main job (its ``ingest``
+    role) or an explicit ``alerts``, never a replay."""
+    return bool(p.alerts) and (ALERTS in which or "ingest" in which)
 
 
 def stateless(p: Pipeline) -> bool:

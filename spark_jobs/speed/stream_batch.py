@@ -28,6 +28,7 @@ lineage skip what a role's table already holds (``spark_jobs.io.lineage``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -184,8 +185,8 @@ class StreamBatch:
         out = []
         for query, (version, n, late) in rows.items():
             row = recovered_row(self.p.name, query, version, batch_id, meta, end, None)
-            row.update(run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
-                       processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
-                       watermark=wm, state_rows=0, rows_dropped_by_watermark=late)
-            out.append(row)
+            out.append(dataclasses.replace(
+                row, run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
+                processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
+                watermark=wm, state_rows=0, rows_dropped_by_watermark=late))
         self.progress.submit(self.tag(batch_id), batch_id, out)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
@@ -70,7 +71,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         replay.check_history(cfg, p)  # before any Spark start: refuse fast, change nothing
         out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress, prepare=prepare)
-    print(json.dumps(out))
+    print(json.dumps(dataclasses.asdict(out)))
     return 0
 
 
