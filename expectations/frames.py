@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -34,7 +36,6 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: D
     check with the other column checks in one aggregate job."""
     from pyspark.sql import functions as F
 
-    from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 
     df = spark.table(table) if rows is None else rows
     if "op" in df.columns:  # a staging table: deleted windows carry no values
@@ -65,7 +66,6 @@ def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, se
                       read_cutoff: CutoffReader) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from lakehouse.speed_versions import active_version
 
     cutoff = read_cutoff(spark, p.name)
     grain = list(p.grain)
