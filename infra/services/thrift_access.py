@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from pyhive import hive
-from thrift.transport.TTransport import TTransportException
-
 from infra.secret_files import kept_password, pbkdf2_entry
 from infra.services import thrift_tls
 from lakehouse import naming
@@ -100,6 +97,10 @@ def logged_in(url: str, secrets: Path, user: str = READ_ONLY_USER) -> str:
 
 def connect(cfg: TidewaterConfig, user: str = READ_ONLY_USER, **kwargs: Any) -> Any:  # pyhive is untyped
     """A pyhive connection as ``user`` (over TLS with ``thrift.tls``); a refused login says where the passwords are."""
+    # imported here, not at the top: every CLI command imports this module (tidewater beeline), few connect
+    from pyhive import hive
+    from thrift.transport.TTransport import TTransportException
+
     try:
         if cfg.thrift.tls:
             return hive.connect(thrift_transport=thrift_tls.transport(cfg, user, password(cfg, user)), username=user,

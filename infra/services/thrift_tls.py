@@ -26,10 +26,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import thrift_sasl
-from pyhive.hive import get_installed_sasl
-from thrift.transport.TSSLSocket import TSSLSocket
-
 from infra.secret_files import create_once
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -141,6 +137,10 @@ def transport(cfg: TidewaterConfig, user: str, password: str) -> Any:  # thrift 
 def tls_transport(host: str, port: int, cafile: Path | str, user: str, password: str) -> Any:
     """SASL PLAIN with ``user`` and ``password`` in a TLS socket that trusts ``cafile`` only and checks the
     host name (Superset's connection calls this too: infra/superset/superset_config.py)."""
+    import thrift_sasl
+    from pyhive.hive import get_installed_sasl
+    from thrift.transport.TSSLSocket import TSSLSocket
+
     trusted = ssl.create_default_context(cafile=str(cafile))
     sock = TSSLSocket(host, port, ssl_context=trusted, server_hostname=host)
     return thrift_sasl.TSaslClientTransport(

@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: infra.services.thrift_tls
-from pyhive import hive  # noqa: E402
-
 from infra.services.thrift_tls import tls_transport  # noqa: E402
 
 _HOME = os.environ["SUPERSET_HOME"]
@@ -45,6 +43,7 @@ if _THRIFT_CA:
         """pyhive's ``hive://`` URL has no TLS option: each connection gets a TLS transport instead."""
         if uri.drivername != "hive":
             return uri, params
+        from pyhive import hive
 
         def connect():
             sasl = tls_transport(uri.host, uri.port, str(_THRIFT_CA), uri.username, uri.password)
