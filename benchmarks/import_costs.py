@@ -23,7 +23,7 @@ from infra.deferred_imports import DEFERRED
 from tests.import_cycles import PACKAGES as PROJECT_PACKAGES
 from tests.in_function_imports import REPO, checked_files, imported_packages, in_function_imports
 
-DAG_IMPORT = "import importlib, pathlib; [importlib.import_module('dags.' + p.stem) for p in pathlib.Path('dags').glob('*.py')]"
+DAG_FILES = "[importlib.import_module('dags.' + p.stem) for p in pathlib.Path('dags').glob('*.py')]"
 
 
 def _seconds(code: str, root: Path, environ: dict[str, str]) -> float:
@@ -37,7 +37,12 @@ def _import_seconds(module: str, root: Path, environ: dict[str, str], after_cli:
     """The time ``import module`` takes inside a fresh interpreter (its start left out); ``after_cli``: once
     the CLI and its commands are imported (what the module would add to ``tidewater --help``)."""
     cli = "from tidewater.cli import build_parser\nbuild_parser()\n" if after_cli else ""
-    code = f"import time\n{cli}t = time.perf_counter()\nimport {module}\nprint(time.perf_counter() - t)"
+    return _timed(cli, f"import {module}", root, environ)
+
+
+def _timed(setup: str, statement: str, root: Path, environ: dict[str, str]) -> float:
+    """The time ``statement`` takes in a fresh interpreter once ``setup`` ran."""
+    code = f"import time\n{setup}t = time.perf_counter()\n{statement}\nprint(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", code], cwd=root, env=environ, check=True, capture_output=True,
                          text=True, timeout=600).stdout
     return float(out.split()[-1])
@@ -64,19 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.import_costs", description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="fresh interpreters per figure (median and minimum)")
     parser.add_argument("--root", type=Path, default=REPO, help="the checkout whose CLI and DAG files are timed")
+    parser.add_argument("--no-packages", action="store_true", help="time the CLI and the DAG files only")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     environ = {**os.environ, "PYTHONPATH": str(root), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    packages = [] if args.no_packages else [d for d in DEFERRED if d.seconds is not None]
     lines = [_row(f"`import {d.measured}`", [_import_seconds(d.measured, root, environ) for _ in range(args.runs)],
                   [_import_seconds(d.measured, root, environ, after_cli=True) for _ in range(args.runs)])
-             for d in DEFERRED if d.seconds is not None]
+             for d in packages]
     lines.append(_row("`tidewater --help` (wall, interpreter start included)",
                       [_seconds("import sys\nfrom tidewater.cli import main\ntry:\n    main(['--help'])\n"
                                 "except SystemExit:\n    pass", root, environ) for _ in range(args.runs)]))
     lines.append(_row("`python -c pass` (wall: the interpreter start alone)",
                       [_seconds("pass", root, environ) for _ in range(args.runs)]))
-    lines.append(_row("the DAG files' import (wall, airflow.sdk included)",
-                      [_seconds(DAG_IMPORT, root, environ) for _ in range(args.runs)]))
+    lines.append(_row("the DAG files' import once airflow.sdk is imported",
+                      [_timed("import importlib, pathlib\nimport airflow.sdk\n", DAG_FILES, root, environ)
+                       for _ in range(args.runs)]))
     counts = in_function_counts(root)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
     setting = (f"CLI, DAG files and in-function imports of {root} at commit {commit}; load average "

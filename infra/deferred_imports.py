@@ -1,8 +1,9 @@
 """The third-party packages that may be imported inside a function, and nothing else.
 
 Every other import sits at module top. These packages are the exceptions: each adds 10 ms or more to
-``tidewater --help`` when imported on top of what the CLI already imports (``after_cli``), or is not installed
-in the environment that imports the module. A cheaper package goes to the top.
+``tidewater --help`` when imported on top of what the CLI already imports (``after_cli``; packages imported
+only together count together), or is not installed in the environment that imports the module. A cheaper
+package goes to the top.
 ``tidewater --help``, ``tidewater speed status`` and the Airflow DAG parser import the whole CLI or DAG
 module graph, so a module imports one of these inside the function that uses it.
 
@@ -40,6 +41,10 @@ DEFERRED: tuple[Deferred, ...] = (
     Deferred("kafka", "kafka", 0.20, 0.17, "kafka-python: topics, lag and produce, not needed to parse a command line"),
     Deferred("confluent_kafka", "confluent_kafka", 0.04, 0.015, "the benchmarks' fast producer and consumer"),
     Deferred("duckdb", "duckdb", 0.12, 0.09, "the benchmarks' oracle queries on Parquet"),
+    Deferred("pyhive", "pyhive.hive", 0.04, 0.010,
+             "the Thrift server's client (JDBC checks, TLS, Superset); every CLI start imports its callers, few connect"),
+    Deferred("thrift", "thrift.transport.TSSLSocket", 0.02, 0.001, "pyhive's transport, imported only beside pyhive"),
+    Deferred("thrift_sasl", "thrift_sasl", 0.003, 0.002, "pyhive's SASL transport, imported only beside pyhive"),
     Deferred("psycopg2", "psycopg2", 0.025, 0.011, "only with Airflow's metadata DB on PostgreSQL"),
     Deferred("cryptography", "cryptography.fernet", 0.018, 0.013, "only when Airflow's Fernet key is generated"),
     Deferred("psutil", "psutil", 0.039, 0.06, "the soak benchmark's process samples"),
