@@ -46,7 +46,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from pyspark.sql import functions as F
 
-
     cfg = load_config()
     spark = get_spark(cfg, "bench-baseline")
     out = Path(args.out)

@@ -70,7 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.files.split(",")]
 
-
     result: dict[str, Any] = {"benchmark": "delta_log_growth", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "rows_per_append": 500,
                               "table_properties": dict(STREAMED)}

@@ -46,7 +46,6 @@ def fill_topic(cfg: TidewaterConfig, topic: str, df: DataFrame) -> dict[str, Any
     """Write ``events`` rows as JSON records (key = sensor_id) to ``topic``; returns count and seconds."""
     from pyspark.sql import functions as F
 
-
     ensure_topic(cfg, topic)
     started = time.monotonic()
     out = (df.repartition(cfg.kafka.partitions, "partition").sortWithinPartitions("id").select(

@@ -47,7 +47,6 @@ def write_events(spark: Any, folder: Path, events: int, users: int, files: int) 
 def run_variant(spark: Any, name: str, source: Path, work: Path) -> tuple[float, int]:
     from pyspark.sql import functions as F
 
-
     p = load_pipeline("game_sessions")
     schema = "event_id string, user_id string, timestamp long, action string, points int"
     events = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source / "part*"))

@@ -46,7 +46,6 @@ STEADY = "steady"  # the second measurement of each rate, after as many seconds 
 def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
     import duckdb
 
-
     files = [str(f) for f in live_files(table_path(cfg, naming.speed_partials_table(PIPELINE)))]
     if not files:
         return 0
@@ -109,7 +108,6 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, phas
             except Exception as exc:  # a file removed between log read and file read: retry next tick
                 print(f"bench: latency poll retry ({type(exc).__name__})", flush=True)
             time.sleep(max(0.0, POLL_S - (time.time() - t)))
-
 
     partials = table_path(cfg, naming.speed_partials_table(PIPELINE))
     before = latest_version(partials)

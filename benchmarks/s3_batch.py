@@ -83,7 +83,6 @@ def bare_pyspark_full(spark: Any, cfg: TidewaterConfig, out: Path, tidewater_ded
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-
     started = time.monotonic()
     bronze = spark.read.format("delta").load(str(table_path(cfg, naming.table("bronze", PIPELINE))))
     first = Window.partitionBy("event_id").orderBy("kafka_timestamp", "kafka_partition", "kafka_offset")
@@ -102,7 +101,6 @@ def bare_pyspark_full(spark: Any, cfg: TidewaterConfig, out: Path, tidewater_ded
 def late_windows(late_rows: Any, cutoff: Any) -> int:
     """Distinct 1-minute windows of the late rows that end at or before ``cutoff`` (a run stages no later one)."""
     from pyspark.sql import functions as F
-
 
     cutoff_ms = int(as_utc(cutoff).timestamp() * 1000)
     minute = F.floor(F.col("timestamp") / 60_000)

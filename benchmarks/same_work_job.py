@@ -117,7 +117,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
 
-
     cfg = load_config()
     spark = get_spark(cfg, "bench-same-work")
     src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", cfg.kafka.bootstrap)

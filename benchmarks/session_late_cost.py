@@ -43,7 +43,6 @@ def fill_topic(spark: Any, cfg: TidewaterConfig, topic: str, events: int, users:
     """The events as JSON records (key = user); returns how many are a day behind."""
     from pyspark.sql import functions as F
 
-
     ensure_topic(cfg, topic)
     t0 = (int(time.time() * 1000) - 86_400_000) // 60_000 * 60_000
     i = F.col("id")

@@ -123,7 +123,6 @@ def read_records(cfg: TidewaterConfig, topic: str) -> Iterator[Record]:
     """Every record of ``topic`` as the brokers stored it (partition, offset, LogAppendTime, value)."""
     from confluent_kafka import Consumer, TopicPartition
 
-
     ends = {part: end for part, (_, end) in offsets(cfg, topic).items()}
     consumer = Consumer({"bootstrap.servers": cfg.kafka.bootstrap, "group.id": f"tidewater-soak-oracle-{time.time()}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})

@@ -48,7 +48,6 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
 
-
     cfg = load_config()
     p = load_pipeline(PIPELINE, cfg.pipelines)
     locks = acquire_locks(cfg, p.name, 1, ["ingest", "speed"])

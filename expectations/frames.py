@@ -36,7 +36,6 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: D
     check with the other column checks in one aggregate job."""
     from pyspark.sql import functions as F
 
-
     df = spark.table(table) if rows is None else rows
     if "op" in df.columns:  # a staging table: deleted windows carry no values
         df = df.where("op <> 'delete'")
@@ -65,7 +64,6 @@ def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: st
 def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str,
                       read_cutoff: CutoffReader) -> DataFrame:
     from pyspark.sql import functions as F
-
 
     cutoff = read_cutoff(spark, p.name)
     grain = list(p.grain)

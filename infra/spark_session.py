@@ -204,7 +204,6 @@ def _own_scratch(cfg: TidewaterConfig, java_options: str) -> dict[str, str]:
     drivers whose process is gone (killed with SIGKILL) are removed first (``infra.jvm_scratch``)."""
     from pyspark import SparkContext
 
-
     if SparkContext._active_spark_context is not None:
         return {}  # the running JVM keeps the folder it started with
     sweep(cfg)

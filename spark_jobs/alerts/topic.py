@@ -15,7 +15,6 @@ def ensure_alerts_topic(cfg: TidewaterConfig, topic: str) -> None:
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
     try:
         if topic in admin.list_topics():

@@ -45,7 +45,6 @@ def first_copies(p: Pipeline, history: DataFrame, max_repeated: int = MAX_REPEAT
     Spark job finds the repeated ids (cached until ``release``)."""
     from pyspark.sql import functions as F
 
-
     keyed = history.withColumn(ID_HASH, F.xxhash64(F.col(p.event_id)))
     repeated = (keyed.groupBy(ID_HASH).agg(F.count(F.lit(1)).alias("_copies")).where("_copies > 1")
                 .select(ID_HASH).persist())

@@ -62,7 +62,6 @@ def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_
     lateness) are not read."""
     from pyspark.sql import functions as F
 
-
     if not incremental.window_ends_between(p, old_cutoff, new_cutoff):
         return None
     since = incremental.ts_literal(old_cutoff - timedelta(seconds=p.window.size_seconds))
@@ -78,7 +77,6 @@ def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_
 def folded(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: DataFrame, firsts: DataFrame,
            old_cutoff: datetime, new_cutoff: datetime, cached: list[DataFrame]) -> Increment:
     from pyspark.sql import functions as F
-
 
     upserts = (fold.folded_windows(p, published, new_events, firsts)
                .where(F.col("window_end") <= ts_literal(old_cutoff)))
@@ -114,7 +112,6 @@ def incremental_rows(p: Pipeline, published: DataFrame, snapshot: DataFrame, new
     ``batch.<p>`` rows; ``new_events`` cached. The recompute's changed events are the new ones and the
     older copies they displace (whose windows lose them)."""
     from pyspark.sql import functions as F
-
 
     narrowed = ids_in_range_of(p, snapshot, new_events)
     firsts = fold.first_of_each_id(p, fold.copies_of(p, new_events, narrowed)).persist()

@@ -69,7 +69,6 @@ def compute_stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: 
     incremental run given ``audit``, the gate run on its rows while they were written (``batch.gate``)."""
     from pyspark.sql import functions as F
 
-
     started = time.monotonic()
     steps = Steps()
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.batch(p),
@@ -138,7 +137,6 @@ def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, writt
     commit's ``numOutputRows``, read from its log file (``DESCRIBE HISTORY`` is a Spark job of 0.4 s),
     else a count by ``op``."""
     from pyspark.sql import functions as F
-
 
     rows = None
     if not has_deletes and written >= 0:

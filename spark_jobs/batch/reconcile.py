@@ -63,7 +63,6 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     ``ops.batch_runs`` before any SQL uses it."""
     from pyspark.sql import functions as F
 
-
     run = published_run(spark, p, run_id)
     run_id = run.run_id
     incremental_run = run.mode == "incremental"

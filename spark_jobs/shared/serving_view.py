@@ -132,7 +132,6 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
     batch lock (``locked``: the caller holds it), so that no publish numbers its commit meanwhile."""
     from pyspark.sql import functions as F
 
-
     table = naming.table("batch", p.name)
     key = (spark.sparkContext.applicationId, table)
     if key in _SERVED_CHECKED:

@@ -27,7 +27,6 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
     that Spark's generated code does not compile in (``speed.micro_batch_values``)."""
     from pyspark.sql import functions as F
 
-
     stamped = {"ingest_time": batch_values.timestamp(records.sparkSession, batch_time).alias("ingest_time"),
                "raw_value": F.when(F.col("reason_code").isNotNull(), F.col("raw_value")).alias("raw_value")}
     return records.select(*(stamped.get(c, F.col(c)) for c in records.columns if c != WATERMARK_COLUMN))
@@ -38,7 +37,6 @@ def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> A
     ``behind`` condition; ``late_at``: the Kafka position of one), and the event-time range of valid events (``lo``: on-time only); one
     job, which fills the cache."""
     from pyspark.sql import functions as F
-
 
     ingest, quarantine, speed = (F.expr(floor_sql(floors.get(role))) for role in ("ingest", "quarantine", "speed"))
     valid = F.col("reason_code").isNull()
@@ -61,7 +59,6 @@ def behind(spark: Any, wm: datetime | None, *, at_watermark: bool = False) -> An
     before it, the rule of Spark's stateful operators (``WatermarkSupport.watermarkExpression``:
     ``event_time <= watermark``), by which the session query's dedup drops late events."""
     from pyspark.sql import functions as F
-
 
     if wm is None:
         return F.lit(False)

@@ -45,7 +45,6 @@ def late_events(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_
     contract's columns."""
     from pyspark.sql import functions as F
 
-
     spark = records.sparkSession
     watermark = batch_values.timestamp(spark, wm)
     late = valid_events(records.where(late_if))

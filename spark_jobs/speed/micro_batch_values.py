@@ -44,7 +44,6 @@ def _millis(spark: Any, ms: int) -> Any:
     """A TIMESTAMP column of ``ms`` milliseconds after the epoch, held in a ``CurrentBatchTimestamp``."""
     from pyspark.sql import Column
 
-
     data_type = getattr(jvm_class(spark, "org.apache.spark.sql.types.TimestampType$"), "MODULE$")
     expression = jvm_class(spark, "org.apache.spark.sql.catalyst.expressions.CurrentBatchTimestamp")(
         ms, data_type, jvm_class(spark, "scala.Some")("UTC"))

@@ -42,7 +42,6 @@ def drain_compactions() -> None:
 def _rows(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> Any:
     from pyspark.sql import functions as F
 
-
     spark = partials.sparkSession
     # the micro-batch's own values outside the generated code (io.batch_values); the slot, a partition
     # value, stays a literal: it changes once per block and its few values repeat (Spark's code cache)

@@ -103,7 +103,6 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
                  starting_offsets: str | None, trigger: dict[str, str]) -> Any:
     from pyspark.sql import functions as F
 
-
     roles: list[str] = [r for r in ("ingest", "speed") if r in which]
     checkpoint, previous = speed_lineages.choose(cfg, p, STREAM if "ingest" in roles else "speed", version)
     taken_over = speed_lineages.frontier(spark, p, version, previous) if previous is not None else None

@@ -47,7 +47,6 @@ class RecentArrivals:
         """Arrival facts of the valid events with ``event_time >= since``, hash-partitioned by event id."""
         from pyspark.sql import functions as F
 
-
         if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(
                 (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date())))

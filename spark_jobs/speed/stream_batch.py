@@ -85,8 +85,6 @@ class StreamBatch:
         return f"{self.qid}/{batch_id}"
 
     def __call__(self, df: Any, batch_id: int) -> None:
-
-
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
@@ -153,7 +151,6 @@ class StreamBatch:
         """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).
         The order is what a new lineage's floors rely on (``lineage.ingest_floors``)."""
         from pyspark.sql import functions as F
-
 
         done = self.done or set()
         if bad and "quarantine" not in done:  # an empty append would still cost a commit

@@ -57,7 +57,6 @@ def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
     """A one-line error, before anything is sent, when no broker answers or the topic cannot be made."""
     from kafka.errors import KafkaError
 
-
     where = f"at {cfg.kafka.bootstrap}; none of the {planned} records was sent"
     if not listening(cfg.kafka.bootstrap):
         raise TidewaterError(f"produce: no Kafka broker answers {where}; start it with 'tidewater up' "
