@@ -7,6 +7,9 @@ package goes to the top.
 ``tidewater --help``, ``tidewater speed status`` and the Airflow DAG parser import the whole CLI or DAG
 module graph, so a module imports one of these inside the function that uses it.
 
+The figures are medians of fresh interpreters on this 2-core machine at a load average of about 4
+(2026-12-06); ``benchmarks/results/*-import_costs.md`` holds each run with its commit and load.
+
 ``tests/in_function_imports.py`` (a step of ``make lint``) fails on an in-function import of anything not
 listed here, and ``tests/unit/test_deferred_imports.py`` fails when importing the CLI or a DAG file loads one of
 them. ``python -m benchmarks.import_costs`` measures the figures below again and records them in
