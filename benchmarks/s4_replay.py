@@ -28,6 +28,11 @@ from infra.utc import as_utc
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic, offsets
+from spark_jobs.io.ops_reader import read_rows
+from spark_jobs.replay import job as replay
+from spark_jobs.shared.serving_view import refresh_view
 
 PIPELINE = "sensor_readings"
 FILL_MARGIN_MS = 60_000  # of max_future_skew, left for the fill itself
@@ -39,11 +44,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res = ScenarioResult(4, "Kappa replay")
     if "catchup" not in context:
         return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic, offsets
-    from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.replay import job as replay
-    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)

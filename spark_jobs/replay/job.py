@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from infra.spark_session import driver_process_env
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
@@ -32,7 +33,10 @@ from lakehouse.speed_versions import (
     recorded_previous_version,
     set_active_version,
 )
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.lineage import furthest, last_planned_offsets
 from spark_jobs.shared.background import Background
+from spark_jobs.shared.locks import exclusive, held_elsewhere, switch_lock_name
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
     LAG_POLL_SECONDS,
@@ -43,13 +47,12 @@ from spark_jobs.speed.control import (
     start_speed,
     stop_speed,
 )
+from spark_jobs.speed.lineages import version_checkpoints
 
 
 def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int]]:
     """Offsets per partition if the log still starts at offset 0 everywhere, else a TidewaterError
     (``TopicMissing`` when there is no topic at all)."""
-    from spark_jobs.io.kafka_admin import offsets
-
     require_topic(cfg, p)
     topic = p.topic
     parts = offsets(cfg, topic)
@@ -65,8 +68,6 @@ def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int
 def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     """The lock a replay or rollback holds from before its Spark start (``prepare``) to its switch. Another
     one under way: one line naming it (the lock itself, a moment later, names only its file)."""
-    from spark_jobs.shared.locks import exclusive, held_elsewhere, switch_lock_name
-
     if held_elsewhere(cfg, switch_lock_name(p.name)):
         raise TidewaterError(f"replay: a replay or rollback of {p.name} is already running; wait for it to finish "
                              f"(it prints its result), or see 'tidewater speed status {p.name}'")
@@ -79,9 +80,6 @@ def served_offsets(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     writing the table planned. A stop interrupts the micro-batch under way, possibly after its Delta
     commit and before Spark's commit log entry and its progress row (seen in CI: windows of that
     micro-batch vanished at the switch)."""
-    from spark_jobs.io.lineage import furthest, last_planned_offsets
-    from spark_jobs.speed.lineages import version_checkpoints
-
     planned = [last_planned_offsets(checkpoint, p.topic) for checkpoint in version_checkpoints(cfg, p.name, version)]
     return furthest(committed_offsets(cfg, p, "speed", version), *planned)
 
@@ -144,8 +142,6 @@ def in_background(prepare: Callable[[], Any]) -> Callable[[], Any]:
     """``prepare`` (the CLI's Spark start, 10-60 s) on a thread of its own, while the replay job starts and
     catches up; returns the wait for it, which re-raises its error. The driver's process environment is set
     first, here: the jobs started meanwhile inherit it as they would after a Spark start."""
-    from infra.spark_session import driver_process_env
-
     driver_process_env()
     return Background(prepare).join
 
