@@ -88,11 +88,12 @@ test: ## Install everything and run the whole test suite (unit, spark, integrati
 test-fast: setup ## Unit and Spark tests only
 	@$(BIN)/pytest -m "unit or spark" $(PYTEST_ARGS)
 
-lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and services > lakehouse) + no import cycles + history check
+lint: setup ## ruff + mypy + lint-imports (the layers: tidewater > jobs and services > lakehouse) + no import cycles + imports at module top + history check
 	@$(BIN)/ruff check .
 	@$(BIN)/mypy tidewater lakehouse spark_jobs infra expectations tests dags benchmarks
 	@$(BIN)/lint-imports
 	@$(BIN)/python -m tests.import_cycles
+	@$(BIN)/python -m tests.in_function_imports
 	@$(BIN)/python -m tests.history_references
 
 bench: setup ## Full benchmark run, Flink peer included (about 90 min on 2 cores; writes benchmarks/results/)

@@ -15,6 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.progress import run_until_reached
+from infra.spark_session import get_spark
+from lakehouse.config import load_config
+
 SCHEMA = "event_id STRING, sensor_id STRING, timestamp BIGINT, temperature DOUBLE"
 
 
@@ -41,10 +45,6 @@ def main(argv: list[str] | None = None) -> None:
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
 
     from pyspark.sql import functions as F
-
-    from benchmarks.progress import run_until_reached
-    from infra.spark_session import get_spark
-    from lakehouse.config import load_config
 
     cfg = load_config()
     spark = get_spark(cfg, "bench-baseline")

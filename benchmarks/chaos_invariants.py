@@ -7,7 +7,9 @@
 * lambda mode: every batch row that ``serving.<p>`` shows (``source = 'batch'``, up to the published
   cutoff) equals the oracle over the records the topic held when that run was published;
 * ``ops.stream_progress``: no micro-batch of a query lineage recorded twice, and the stateless query's
-  lineages without a gap in their batch ids.
+  lineages without a gap in their batch ids;
+* ``late.<p>``: each late record at most once per speed version and window, behind the watermark it names,
+  and in ``bronze.<p>`` at its offset (a late event still reaches the batch layer).
 """
 
 from __future__ import annotations
@@ -86,17 +88,38 @@ def progress_problems(spark: Any, p: Pipeline, stateless: bool) -> list[str]:
                      f"WHERE pipeline = '{p.name}'").collect()
     lineages: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for query, version, run_id, batch_id in rows:
-        # the stateless query tags its rows with its lineage; the listener's rows carry Spark's run id
-        lineages[(query, version, run_id) if stateless else (query, version)].append(int(batch_id))
+        # the stateless query tags its rows with its lineage; the listener's rows (a session pipeline's
+        # queries, the alerts query) carry Spark's run id, or 'recovered'
+        own = stateless and query != "alerts"
+        lineages[(query, version, run_id) if own else (query, version)].append(int(batch_id))
     out = []
     for lineage, ids in lineages.items():
         twice = sorted(b for b, c in Counter(ids).items() if c > 1)
         if twice:
             out.append(f"ops.stream_progress: lineage {lineage} recorded batches {twice[:5]} more than once")
-        if stateless and sorted(set(ids)) != list(range(min(ids), max(ids) + 1)):
+        if len(lineage) == 3 and sorted(set(ids)) != list(range(min(ids), max(ids) + 1)):
             missing = sorted(set(range(min(ids), max(ids) + 1)) - set(ids))
             out.append(f"ops.stream_progress: lineage {lineage} has no row for batches {missing[:5]}")
     return out
+
+
+def late_problems(spark: Any, p: Pipeline) -> list[str]:
+    """Late rows twice (one speed version, one window), not behind their watermark, or missing from bronze."""
+    table, bronze = naming.table("late", p.name), naming.table("bronze", p.name)
+    if not spark.catalog.tableExists(table):
+        return []
+    spark.catalog.refreshTable(table)
+    spark.catalog.refreshTable(bronze)
+    twice = spark.sql(f"SELECT speed_version, kafka_partition, kafka_offset, window_start FROM {table} GROUP BY ALL "
+                      "HAVING count(*) > 1 LIMIT 5").collect()
+    ahead = spark.sql(f"SELECT count(*) FROM {table} WHERE event_time > watermark OR lateness_ms < 0 OR "
+                      "lateness_ms != unix_millis(watermark) - unix_millis(event_time)").collect()[0][0]
+    lost = spark.sql(f"SELECT count(*) FROM {table} l LEFT ANTI JOIN {bronze} b ON l.kafka_partition = "
+                     f"b.kafka_partition AND l.kafka_offset = b.kafka_offset AND l.{p.event_id} = b.{p.event_id}"
+                     ).collect()[0][0]
+    out = [f"{table}: (version, partition, offset, window) held twice: {[tuple(r) for r in twice]}"] if twice else []
+    out += [f"{table}: {ahead} rows not behind the watermark they name"] if ahead else []
+    return out + ([f"{table}: {lost} late rows whose record is not in {bronze}"] if lost else [])
 
 
 def problems_by_invariant(spark: Any, cfg: Any, p: Pipeline, records: list[Record], at_publish: Expected | None,
@@ -107,7 +130,8 @@ def problems_by_invariant(spark: Any, cfg: Any, p: Pipeline, records: list[Recor
     return {"offsets_once": offset_problems(spark_query(spark), cfg, p.name, p.topic),
             "speed_never_over_counts": over_counted(spark, cfg, p, records),
             "published_equals_oracle": published,
-            "progress_once_per_lineage": progress_problems(spark, p, stateless)}
+            "progress_once_per_lineage": progress_problems(spark, p, stateless),
+            "late_rows_once": late_problems(spark, p)}
 
 
 def oracle(p: Pipeline, records: list[Record]) -> Expected:

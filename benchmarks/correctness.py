@@ -19,14 +19,13 @@ from benchmarks.stream_oracle import Expected
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_admin import offsets
 
 Query = Callable[[str], Sequence[Sequence[Any]]]
 
 
 def offset_problems(query: Query, cfg: TidewaterConfig, pipeline: str, topic: str) -> list[str]:
     """What breaks "every offset of the topic exactly once in bronze or quarantine" ([] when nothing)."""
-    from spark_jobs.io.kafka_admin import offsets
-
     rows = query(f"SELECT kafka_partition, min(kafka_offset), max(kafka_offset), count(*), count(DISTINCT kafka_offset) "
                  f"FROM (SELECT kafka_partition, kafka_offset FROM bronze.{pipeline} UNION ALL "
                  f"SELECT kafka_partition, kafka_offset FROM quarantine.{pipeline}) GROUP BY kafka_partition")

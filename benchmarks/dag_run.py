@@ -29,8 +29,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchmarks import fill
+from benchmarks.dag_chart import draw
 from benchmarks.harness import git_facts, machine_facts, save_json_result
+from benchmarks.stack import isolated_stack
+from infra import job_service
+from infra.services import airflow
+from infra.spark_session import get_spark
+from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.batch import wap as batch
 
 PIPELINE, EMPTY = "sensor_readings", "lift_rides"
 
@@ -45,8 +53,6 @@ def cli_seconds(*args: str, expect: int = 0) -> float:
 
 
 def api(cfg: TidewaterConfig, method: str, path: str, token: str | None = None, body: Any = None) -> Any:
-    from infra.services import airflow
-
     req = urllib.request.Request(f"{airflow.base_url(cfg)}{path}", method=method,
                                  data=None if body is None else json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json",
@@ -57,8 +63,6 @@ def api(cfg: TidewaterConfig, method: str, path: str, token: str | None = None, 
 
 def dag_run(cfg: TidewaterConfig) -> dict[str, Any]:
     """Trigger ``tidewater_batch`` for all pipelines, wait; wall seconds and each task's duration."""
-    from infra.services import airflow
-
     tok = api(cfg, "POST", "/auth/token", body={"username": airflow.USER, "password": airflow.password(cfg)})["access_token"]
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -83,9 +87,6 @@ def dag_run(cfg: TidewaterConfig) -> dict[str, Any]:
 
 
 def append_increment(spark: Any, cfg: TidewaterConfig, n: int, round_no: int) -> None:
-    from lakehouse import contracts
-    from lakehouse.pipeline import load_pipeline
-
     p = load_pipeline(PIPELINE, cfg.pipelines)
     contracts.ensure(spark, contracts.bronze(p))
     start = fill.base_ms(0) - 3 * 3_600_000 + round_no * n * 20
@@ -112,12 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=100_000, help="events in each increment")
     args = parser.parse_args(argv)
-    from benchmarks.stack import isolated_stack
-    from infra import job_service
-    from infra.services import airflow
-    from infra.spark_session import get_spark
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.batch import wap as batch
 
     result: dict[str, Any] = {"benchmark": "dag_run", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "events_per_increment": args.events}
@@ -141,8 +136,6 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
     path = save_json_result(result, "dag_run")
     try:
-        from benchmarks.dag_chart import draw
-
         print(f"dag_run: chart {draw(result, path.with_suffix('.png'))}")
     except ImportError as exc:  # matplotlib is in the `bench` extra
         print(f"dag_run: no chart ({exc}); install with: .venv/bin/pip install -e '.[bench]'")

@@ -26,6 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import git_facts, machine_facts, save_json_result
+from benchmarks.stack import isolated_stack
+from infra.spark_session import get_spark
+from lakehouse.contracts import STREAMED
+from spark_jobs.io.delta_io import table_log_dir, tagged_append
+from spark_jobs.speed import execution_mode
+
 PAD = "00000000000000000000.pad-"
 
 
@@ -40,8 +47,6 @@ def pad_to(log_dir: Path, files: int) -> int:
 
 
 def measure(spark: Any, table: str, log_dir: Path, sizes: list[int], appends: int) -> list[dict[str, Any]]:
-    from spark_jobs.io.delta_io import tagged_append
-
     rows = spark.range(500).selectExpr("id", "cast(id AS DOUBLE) AS v")
     for n in range(3):  # a warm JVM, as a running speed job's
         tagged_append(rows, table, f"warm/{n}")
@@ -64,13 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--appends", type=int, default=10, help="500-row appends timed per step")
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.files.split(",")]
-
-    from benchmarks.harness import git_facts, machine_facts, save_json_result
-    from benchmarks.stack import isolated_stack
-    from infra.spark_session import get_spark
-    from lakehouse.contracts import STREAMED
-    from spark_jobs.io.delta_io import table_log_dir
-    from spark_jobs.speed import execution_mode
 
     result: dict[str, Any] = {"benchmark": "delta_log_growth", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                               "git": git_facts(), "machine": machine_facts(), "rows_per_append": 500,

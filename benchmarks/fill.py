@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
+from spark_jobs.io.kafka_admin import ensure_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,8 +45,6 @@ def events(spark: SparkSession, n: int, sensors: int, start_ms: int, step_ms: in
 def fill_topic(cfg: TidewaterConfig, topic: str, df: DataFrame) -> dict[str, Any]:
     """Write ``events`` rows as JSON records (key = sensor_id) to ``topic``; returns count and seconds."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.io.kafka_admin import ensure_topic
 
     ensure_topic(cfg, topic)
     started = time.monotonic()

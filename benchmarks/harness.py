@@ -11,14 +11,23 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import os
+import platform
+import subprocess
 import time
 import traceback
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import write_report
 from benchmarks.result import ScenarioResult
+from benchmarks.results_table import write_readme
+from benchmarks.run_context import cpu_probe, effective_settings
 from benchmarks.sizes import SIZES
+from benchmarks.stack import isolated_stack
+from infra.spark_session import get_spark
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink",
@@ -38,7 +47,6 @@ def save_json_result(result: dict[str, Any], kind: str) -> Path:
     path = RESULTS / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{kind}.json"
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(f"{kind}: {path}")
-    from benchmarks.results_table import write_readme
 
     write_readme()
     return path
@@ -58,13 +66,6 @@ def save_markdown_table(kind: str, title: str, setting: str, columns: list[str],
 
 
 def machine_facts() -> dict[str, Any]:
-    import os
-    import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
-
-    from benchmarks.run_context import cpu_probe
-
     mem_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                    if line.startswith("MemTotal")), 0)
     versions: dict[str, str | None] = {}
@@ -99,8 +100,6 @@ def run_scenario(number: int, context: dict[str, Any]) -> ScenarioResult:
 
 def git_facts() -> dict[str, Any]:
     """The commit measured, and whether the working tree differed from it."""
-    import subprocess
-
     def git(*args: str) -> str:
         out = subprocess.run(["git", *args], cwd=RESULTS.parent.parent, capture_output=True, text=True)
         return out.stdout.strip() if out.returncode == 0 else ""
@@ -113,10 +112,6 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     """``batch_events``: scenario 3's bronze size instead of the size's (incremental against full as
     history grows); the result's name then ends in ``-bronze<N>``. A run that is not quick refreshes the
     results table in benchmarks/README.md (``benchmarks.results_table``)."""
-    from benchmarks.run_context import cpu_probe, effective_settings
-    from benchmarks.stack import isolated_stack
-    from infra.spark_session import get_spark
-
     sizes = SIZES[size] if batch_events is None else dataclasses.replace(SIZES[size], batch_events=batch_events)
     chosen = sorted(scenarios or SCENARIOS)
     started_at = datetime.now(UTC)
@@ -142,9 +137,6 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     run["results"] = [results[n].as_dict() for n in chosen]
     run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
     if write:
-        from benchmarks.report import write_report
-        from benchmarks.results_table import write_readme
-
         stem = f"{started_at:%Y%m%dT%H%M%SZ}-{size}" + (f"-bronze{batch_events}" if batch_events else "")
         run["files"] = write_report(run, RESULTS, stem)
         if size != "quick":

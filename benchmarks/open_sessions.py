@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import save_markdown_table
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.speed.open_sessions import open_sessions
+from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
 
 
 def write_events(spark: Any, folder: Path, events: int, users: int, files: int) -> None:
@@ -43,10 +46,6 @@ def write_events(spark: Any, folder: Path, events: int, users: int, files: int) 
 
 def run_variant(spark: Any, name: str, source: Path, work: Path) -> tuple[float, int]:
     from pyspark.sql import functions as F
-
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed.open_sessions import open_sessions
-    from spark_jobs.transforms.windows import windowed_aggregate, with_watermark_dedup
 
     p = load_pipeline("game_sessions")
     schema = "event_id string, user_id string, timestamp long, action string, points int"

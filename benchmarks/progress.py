@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from spark_jobs.io.ops_reader import read_rows
 
 
 def reached(offsets: dict[str, Any], target: dict[int, int]) -> bool:
@@ -24,8 +27,6 @@ def reached(offsets: dict[str, Any], target: dict[int, int]) -> bool:
 def run_until_reached(spark: Any, query: Any, topic: str, target: dict[int, int], progress_file: str, name: str) -> None:
     """Poll ``query`` until its end offsets reach ``target``; then stop it and ``spark``, and dump its
     progress events (with the ``durationMs`` phases) to ``progress_file`` as JSON."""
-    import time
-
     seen: list[dict[str, Any]] = []
     try:
         while query.isActive:
@@ -117,8 +118,6 @@ def batch_growth(batches: list[tuple[datetime, float, int]], size: int) -> dict[
 
 def speed_batches(cfg: Any, pipeline: str, since: datetime) -> list[tuple[datetime, float, int]]:
     """(batch time, duration s, input rows) of ``pipeline``'s speed micro-batches since ``since``."""
-    from spark_jobs.io.ops_reader import read_rows
-
     rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == pipeline and r["query"] == "speed"]
     return sorted((r["batch_time"], r["batch_duration_ms"] / 1000.0, int(r["input_rows"] or 0)) for r in rows
                   if r["batch_time"] is not None and r["batch_time"] >= since)

@@ -31,21 +31,21 @@ from benchmarks.sizes import Sizes
 from benchmarks.stack import REPO
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.ops_reader import read_rows
+from spark_jobs.speed.control import parse_offsets
 
 PIPELINE = "sensor_readings"
 
 
 def _ops_batches(cfg: TidewaterConfig, query: str) -> list[dict[str, Any]]:
-    from spark_jobs.io.ops_reader import read_rows
-
     return [r for r in read_rows(cfg, "ops.stream_progress")
             if r["pipeline"] == PIPELINE and r["query"] == query and r["query_version"] == 1]
 
 
 def _caught_up(cfg: TidewaterConfig, topic: str, target: dict[int, int]) -> bool:
     """Both speed-layer queries recorded end offsets at the topic end in ops.stream_progress."""
-    from spark_jobs.speed.control import parse_offsets
-
     for query in ("ingest", "speed"):
         rows = _ops_batches(cfg, query)
         if not any(reached(parse_offsets(r["end_offsets"]).get(topic, {}), target) for r in rows):
@@ -97,9 +97,6 @@ def run_consumer_perf(cfg: TidewaterConfig, topic: str, events: int) -> dict[str
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import offsets
-
     res = ScenarioResult(1, "Speed-layer catch-up throughput")
     p = load_pipeline(PIPELINE, cfg.pipelines)
     n = sizes.catchup_events

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ from benchmarks.sizes import Sizes
 from infra.services.log_evidence import job_evidence
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic, offsets
+from spark_jobs.io.ops_reader import live_files, read_rows, table_path
+from spark_jobs.speed.control import speed_process, start_speed, stop_speed
 
 POLL_S = 0.5
 STEADY = "steady"  # the second measurement of each rate, after as many seconds again of load (unmeasured)
@@ -40,8 +45,6 @@ STEADY = "steady"  # the second measurement of each rate, after as many seconds 
 
 def visible_count(cfg: TidewaterConfig, prefix: str) -> int:
     import duckdb
-
-    from spark_jobs.io.ops_reader import live_files, table_path
 
     files = [str(f) for f in live_files(table_path(cfg, naming.speed_partials_table(PIPELINE)))]
     if not files:
@@ -75,10 +78,6 @@ def percentiles(chunks: list[tuple[int, float]], polls: list[tuple[float, int]])
 
 def batch_stats(cfg: TidewaterConfig, since: float, until: float) -> dict[str, Any]:
     """Micro-batches of the speed job between two times (ops.stream_progress): count, mean/max seconds."""
-    from datetime import UTC, datetime
-
-    from spark_jobs.io.ops_reader import read_rows
-
     lo, hi = (datetime.fromtimestamp(t, UTC).replace(tzinfo=None) for t in (since, until))
     out: dict[str, Any] = {}
     for query in ("ingest", "speed"):
@@ -90,9 +89,6 @@ def batch_stats(cfg: TidewaterConfig, since: float, until: float) -> dict[str, A
 
 
 def _require_running(cfg: TidewaterConfig) -> None:
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed.control import speed_process
-
     proc = speed_process(cfg, load_pipeline(PIPELINE, cfg.pipelines))
     if not proc.running():
         raise RuntimeError(f"the speed job exited; log {proc.log_file}:\n{job_evidence(proc.tail(20_000))}")
@@ -112,8 +108,6 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, phas
             except Exception as exc:  # a file removed between log read and file read: retry next tick
                 print(f"bench: latency poll retry ({type(exc).__name__})", flush=True)
             time.sleep(max(0.0, POLL_S - (time.time() - t)))
-
-    from spark_jobs.io.ops_reader import table_path
 
     partials = table_path(cfg, naming.speed_partials_table(PIPELINE))
     before = latest_version(partials)
@@ -138,10 +132,6 @@ def measure_rate(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, phas
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic, offsets
-    from spark_jobs.speed.control import start_speed, stop_speed
-
     res = ScenarioResult(2, "End-to-end latency")
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)

@@ -22,11 +22,17 @@ from benchmarks import fill
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
 from benchmarks.steady_state import steady_state
-from lakehouse import naming
+from infra.utc import as_utc
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
 from lakehouse.pipeline import load_pipeline
 from lakehouse.run_records import BatchRun
+from spark_jobs.batch import wap as batch
+from spark_jobs.batch.dedup import first_copies
+from spark_jobs.batch.reconcile import record_ledger
+from spark_jobs.io.ops_reader import live_files, table_path
+from spark_jobs.shared.step_timer import Steps
 
 PIPELINE = "sensor_readings"
 DUCK_SQL = """
@@ -40,8 +46,6 @@ FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY kafka_partitio
 
 def duckdb_windows(cfg: TidewaterConfig, con: Any) -> float:
     """DuckDB aggregation over bronze's live files into table ``duck``; returns its seconds."""
-    from spark_jobs.io.ops_reader import live_files, table_path
-
     files = [str(f) for f in live_files(table_path(cfg, naming.table("bronze", PIPELINE)))]
     started = time.monotonic()
     con.execute("CREATE OR REPLACE TABLE duck AS " + DUCK_SQL, [files])
@@ -79,9 +83,6 @@ def bare_pyspark_full(spark: Any, cfg: TidewaterConfig, out: Path, tidewater_ded
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from spark_jobs.batch.dedup import first_copies
-    from spark_jobs.io.ops_reader import table_path
-
     started = time.monotonic()
     bronze = spark.read.format("delta").load(str(table_path(cfg, naming.table("bronze", PIPELINE))))
     first = Window.partitionBy("event_id").orderBy("kafka_timestamp", "kafka_partition", "kafka_offset")
@@ -101,8 +102,6 @@ def late_windows(late_rows: Any, cutoff: Any) -> int:
     """Distinct 1-minute windows of the late rows that end at or before ``cutoff`` (a run stages no later one)."""
     from pyspark.sql import functions as F
 
-    from infra.utc import as_utc
-
     cutoff_ms = int(as_utc(cutoff).timestamp() * 1000)
     minute = F.floor(F.col("timestamp") / 60_000)
     return int(late_rows.select("sensor_id", minute.alias("m")).where((F.col("m") + 1) * 60_000 <= cutoff_ms)
@@ -113,10 +112,6 @@ def timed_run(spark: Any, cfg: TidewaterConfig, p: Any, full: bool) -> tuple[Bat
     """What ``tidewater batch`` runs (``wap.write_audit_publish``: stage, quality gate, publish under one lock,
     timed step by step), then the reconciliation ledger that follows publish: the run and the seconds
     of each step."""
-    from spark_jobs.batch import wap as batch
-    from spark_jobs.batch.reconcile import record_ledger
-    from spark_jobs.shared.step_timer import Steps
-
     steps = Steps()
     run = batch.write_audit_publish(spark, cfg, p, full, steps=steps)
     record_ledger(spark, cfg, p, run.run_id)
@@ -136,7 +131,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     import duckdb
 
     res = ScenarioResult(3, "Batch full vs incremental vs DuckDB")
-    from lakehouse import contracts
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
     n, start = sizes.batch_events, fill.base_ms(days_ago=3)

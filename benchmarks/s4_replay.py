@@ -28,6 +28,11 @@ from infra.utc import as_utc
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import DOUBLE_TOLERANCE
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic, offsets
+from spark_jobs.io.ops_reader import read_rows
+from spark_jobs.replay import job as replay
+from spark_jobs.shared.serving_view import refresh_view
 
 PIPELINE = "sensor_readings"
 FILL_MARGIN_MS = 60_000  # of max_future_skew, left for the fill itself
@@ -39,11 +44,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res = ScenarioResult(4, "Kappa replay")
     if "catchup" not in context:
         return res.skip("needs scenario 1 in the same run (its catch-up rate and the speed v1 table to compare)")
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic, offsets
-    from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.replay import job as replay
-    from spark_jobs.shared.serving_view import refresh_view
 
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)
@@ -66,14 +66,14 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.settings = {"records": records, "topped_up": top_up, "trigger": f"processingTime {cfg.spark.trigger_seconds} s",
                     "maxOffsetsPerTrigger": cfg.spark.max_offsets_per_trigger, "queries": "speed only (no ingest)"}
     out = replay.replay(cfg, p, lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=3600, log=print)
-    new = int(out["to_version"])
+    new = int(out.to_version)
     rows = [r for r in read_rows(cfg, "ops.stream_progress")
             if r["pipeline"] == PIPELINE and r["query"] == "speed" and r["query_version"] == new]
     seconds = span_seconds([(r["batch_time"], (r["batch_duration_ms"] or 0) / 1000.0, r["input_rows"] or 0) for r in rows])
     eps = round(records / seconds) if seconds else None
     res.metrics["replay"] = {"seconds": round(seconds or 0, 2), "events_per_s": eps, "records": records,
-                             "catch_up_seconds_incl_startup": out["catch_up_seconds"],
-                             "total_seconds_incl_switch": out["total_seconds"], "version": new}
+                             "catch_up_seconds_incl_startup": out.catch_up_seconds,
+                             "total_seconds_incl_switch": out.total_seconds, "version": new}
     table, v1 = naming.speed_table(PIPELINE, new), naming.speed_table(PIPELINE, 1)
     total = spark.sql(f"SELECT sum(event_count) FROM {table}").collect()[0][0]
     res.check("replayed sum(event_count) == records in the topic", records, int(total or 0))

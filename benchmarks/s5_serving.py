@@ -11,6 +11,7 @@ queried windows are a day old, so the live events do not change them).
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
@@ -19,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.result import ScenarioResult
+from benchmarks.s2_latency import batch_stats
 from benchmarks.sizes import Sizes
-from infra.services import thrift_access
+from infra.services import thrift_access, thrift_server
+from infra.services.log_evidence import job_evidence
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.speed.control import speed_process, start_speed, stop_speed, wait_caught_up
 
 PIPELINE = "sensor_readings"
 LIVE_RATE, CLIENTS = 1_000, 8
@@ -70,8 +75,6 @@ class LiveLoad(threading.Thread):
             self.failed += 1
 
     def run(self) -> None:
-        import json
-
         from confluent_kafka import Producer
 
         prod = Producer({"bootstrap.servers": self.cfg.kafka.bootstrap, "acks": "all", "enable.idempotence": True,
@@ -142,11 +145,6 @@ def concurrent_clients(cfg: TidewaterConfig, queries: dict[str, str], rounds: in
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
     res = ScenarioResult(5, "Serving queries over JDBC")
-    from benchmarks.s2_latency import batch_stats
-    from infra.services import thrift_server
-    from infra.services.log_evidence import job_evidence
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed.control import speed_process, start_speed, stop_speed, wait_caught_up
 
     table = naming.table("serving", PIPELINE)
     if not spark.catalog.tableExists(table):

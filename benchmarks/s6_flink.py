@@ -19,9 +19,12 @@ from typing import Any
 
 from benchmarks import fill
 from benchmarks.result import ScenarioResult, ratio
+from benchmarks.s1_catchup import PIPELINE
 from benchmarks.sizes import Sizes
 from benchmarks.stack import REPO
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import offsets
 
 CHECKPOINT_S = 3
 FLINK_PYTHON = REPO / "benchmarks" / ".venv-flink" / "bin" / "python"
@@ -38,9 +41,6 @@ def flink_missing() -> str | None:
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from benchmarks.s1_catchup import PIPELINE
-    from lakehouse.pipeline import load_pipeline
-
     res = ScenarioResult(6, "Flink peer catch-up")
     missing = flink_missing()
     if missing:
@@ -50,7 +50,6 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         p = load_pipeline(PIPELINE, cfg.pipelines)
         gen = fill.events(spark, sizes.catchup_events, sizes.sensors, fill.base_ms())
         fill.fill_topic(cfg, p.topic, gen)
-        from spark_jobs.io.kafka_admin import offsets
 
         catchup = {
             "topic": p.topic,

@@ -15,22 +15,27 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paced_producer import produce
+from benchmarks.progress import speed_batches
 from benchmarks.result import ScenarioResult
 from benchmarks.s1_catchup import PIPELINE
+from benchmarks.s2_latency import _require_running
 from benchmarks.sizes import Sizes
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io import lineage
+from spark_jobs.io.kafka_admin import ensure_topic, offsets
+from spark_jobs.speed.control import start_speed, stop_speed
 
 SAMPLE_S = 2.0
 
 
 def consumer_lag(cfg: TidewaterConfig, topic: str) -> int:
-    from spark_jobs.io import lineage
-    from spark_jobs.io.kafka_admin import offsets
-
     ends = {str(part): end for part, (_, end) in offsets(cfg, topic).items()}
     done = lineage.last_committed_offsets(naming.checkpoint_dir(cfg, PIPELINE, "stream", 1), topic) or {}
     return sum(end - int(done.get(part, 0)) for part, end in ends.items())
@@ -47,21 +52,11 @@ def slope(points: list[tuple[float, int]]) -> float:
 
 
 def batch_durations(cfg: TidewaterConfig, since: float, until: float) -> list[float]:
-    from datetime import UTC, datetime
-
-    from benchmarks.progress import speed_batches
-
     lo, hi = (datetime.fromtimestamp(t, UTC).replace(tzinfo=None) for t in (since, until))
     return [seconds for at, seconds, rows in speed_batches(cfg, PIPELINE, lo) if rows and at <= hi]
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from benchmarks.paced_producer import produce
-    from benchmarks.s2_latency import _require_running
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed.control import start_speed, stop_speed
-
     res = ScenarioResult(7, "Sustained rate")
     p = load_pipeline(PIPELINE, cfg.pipelines)
     ensure_topic(cfg, p.topic)

@@ -25,6 +25,8 @@ from benchmarks.s1_catchup import PIPELINE
 from benchmarks.sizes import Sizes
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.speed.control import start_speed, stop_speed, wait_caught_up
 
 GOAL_LAST_OVER_FIRST = 1.2
 PREFIX = "flat-"
@@ -41,9 +43,6 @@ def history_series(batches: list[tuple[datetime, float, int]], before: int) -> l
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed.control import start_speed, stop_speed, wait_caught_up
-
     res = ScenarioResult(8, "Flat cost as history grows")
     p = load_pipeline(PIPELINE, cfg.pipelines)
     n = sizes.flat_events

@@ -19,6 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.progress import run_until_reached
+from infra.spark_session import get_spark
+from lakehouse.config import load_config
+
 SCHEMA = "event_id STRING, sensor_id STRING, timestamp STRING, temperature STRING"
 DELAY_S, FUTURE_MS, MIN_MS = 120, 120_000, 946_684_800_000  # watermark 2 minutes, max_future_skew = the watermark
 
@@ -112,10 +116,6 @@ def main(argv: list[str] | None = None) -> None:
         ap.add_argument(name, required=True)
     args = ap.parse_args(argv)
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
-
-    from benchmarks.progress import run_until_reached
-    from infra.spark_session import get_spark
-    from lakehouse.config import load_config
 
     cfg = load_config()
     spark = get_spark(cfg, "bench-same-work")

@@ -18,12 +18,23 @@ Run: ``python -m benchmarks.session_late_cost [--events 200000] [--users 2000] [
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from typing import Any
 
 from benchmarks.harness import save_markdown_table
+from benchmarks.stack import isolated_stack, stop_stack_on_term
+from infra.spark_session import get_spark
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic
+from spark_jobs.io.kafka_source import CLIENT_TIMEOUTS
+from spark_jobs.speed.open_sessions import open_sessions
+from spark_jobs.speed.session_sink import SessionMerge
+from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+from spark_jobs.transforms.windows import with_watermark_dedup
 
 VARIANTS = ("without late rows", "with late rows")
 
@@ -31,8 +42,6 @@ VARIANTS = ("without late rows", "with late rows")
 def fill_topic(spark: Any, cfg: TidewaterConfig, topic: str, events: int, users: int, late_every: int) -> int:
     """The events as JSON records (key = user); returns how many are a day behind."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.io.kafka_admin import ensure_topic
 
     ensure_topic(cfg, topic)
     t0 = (int(time.time() * 1000) - 86_400_000) // 60_000 * 60_000
@@ -52,14 +61,6 @@ def fill_topic(spark: Any, cfg: TidewaterConfig, topic: str, events: int, users:
 
 
 def run_variant(spark: Any, cfg: TidewaterConfig, variant: str, version: int, per_batch: int) -> dict[str, Any]:
-    from lakehouse import contracts, naming
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.kafka_source import CLIENT_TIMEOUTS
-    from spark_jobs.speed.open_sessions import open_sessions
-    from spark_jobs.speed.session_sink import SessionMerge
-    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
-    from spark_jobs.transforms.windows import with_watermark_dedup
-
     p = load_pipeline("game_sessions", cfg.pipelines)
     contracts.ensure(spark, contracts.speed(p, version), contracts.late(p))
     checkpoint = naming.checkpoint_dir(cfg, p.name, "speed", version)
@@ -83,8 +84,6 @@ def run_variant(spark: Any, cfg: TidewaterConfig, variant: str, version: int, pe
 
 
 def json_of(progress: Any) -> dict[str, Any]:
-    import json
-
     return dict(json.loads(progress.json))
 
 
@@ -96,8 +95,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--late-every", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
-    from benchmarks.stack import isolated_stack, stop_stack_on_term
-    from infra.spark_session import get_spark
 
     stop_stack_on_term("session_late_cost")
 

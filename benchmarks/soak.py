@@ -28,9 +28,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks import soak_checks
+from benchmarks.harness import git_facts, machine_facts
+from benchmarks.paced_producer import produce
 from benchmarks.result import ScenarioResult
+from benchmarks.results_table import write_readme
+from benchmarks.soak_chaos import Chaos, plan
+from benchmarks.soak_report import failed_flatness, flatness_figures, write_files
+from benchmarks.soak_samples import Sampler, micro_batches
+from benchmarks.soak_stack import SUPERVISOR_SCHEDULE, TASK_HEARTBEAT_TIMEOUT_S, soak_stack
 from benchmarks.stack import one_line_errors, stop_stack_on_term
 from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import load_pipeline
 
 PIPELINE = "sensor_readings"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,10 +82,6 @@ def settings_for(quick: bool, minutes: float | None, rate: int | None) -> SoakSe
 
 
 def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: bool = False) -> dict[str, Any]:
-    from benchmarks.harness import git_facts, machine_facts
-    from benchmarks.soak_report import failed_flatness, flatness_figures, write_files
-    from benchmarks.soak_stack import SUPERVISOR_SCHEDULE, TASK_HEARTBEAT_TIMEOUT_S
-
     started_at = datetime.now(UTC)
     res = ScenarioResult(0, "Chaos soak")
     run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "seed": seed,
@@ -103,7 +108,6 @@ def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: boo
     stem = f"{started_at:%Y%m%dT%H%M%SZ}-soak{'-quick' if not s.flatness_gates else ''}"
     run["files"] = write_files(run, samples, batches, out_dir, stem)
     if s.flatness_gates and out_dir == RESULTS:  # a full soak into the repository's results
-        from benchmarks.results_table import write_readme
 
         write_readme()
     return run
@@ -111,13 +115,6 @@ def run_soak(s: SoakSettings, seed: int, out_dir: Path = RESULTS, keep_data: boo
 
 def _soak(s: SoakSettings, rng: random.Random, res: ScenarioResult, run: dict[str, Any],
           keep_data: bool) -> tuple[list[dict[str, Any]], list[tuple[float, float, int]]]:
-    from benchmarks import soak_checks
-    from benchmarks.paced_producer import produce
-    from benchmarks.soak_chaos import Chaos, plan
-    from benchmarks.soak_samples import Sampler, micro_batches
-    from benchmarks.soak_stack import soak_stack
-    from lakehouse.pipeline import load_pipeline
-
     stack_started = time.monotonic()
     with soak_stack(s.batch_schedule, PIPELINE, keep=keep_data) as cfg:
         p = load_pipeline(PIPELINE, cfg.pipelines)

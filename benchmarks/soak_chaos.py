@@ -25,8 +25,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from benchmarks.soak_stack import jdbc_query
+from infra.services import airflow, kafka_broker
+from infra.services.log_evidence import job_evidence
+from infra.services.process import ManagedProcess, wait_until
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.naming import checkpoint_dir
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.lineage import committed_batches
+from spark_jobs.speed.control import speed_process, start_speed
 
 FAULTS = ("speed_job", "kafka_broker", "airflow_scheduler", "thrift_server")
 OPERATOR = "soak, as an operator: tidewater up --only {service} (no Tidewater supervisor for it)"
@@ -94,9 +102,6 @@ class Chaos:
               f"{fault.recovered_s}s by {fault.recovered_by or '-'} {'; '.join(fault.notes)[:300]}", flush=True)
 
     def _kill(self, fault: Fault, name: str) -> None:
-        from infra.services.process import ManagedProcess
-        from lakehouse import naming
-
         proc = ManagedProcess(name, naming.run_dir(self.cfg), naming.logs_dir(self.cfg))
         fault.target = f"{name} (pid {proc.pid()})"
         if not proc.running():
@@ -113,11 +118,6 @@ class Chaos:
             raise RuntimeError(f"tidewater up --only {service} exited {out.returncode}: {out.stderr[-300:]}")
 
     def speed_job(self, fault: Fault) -> None:
-        from infra.services.process import wait_until
-        from lakehouse.naming import checkpoint_dir
-        from spark_jobs.io.lineage import committed_batches
-        from spark_jobs.speed.control import speed_process, start_speed
-
         proc = speed_process(self.cfg, self.p)
         old = proc.pid()
         self._kill(fault, proc.name)
@@ -139,9 +139,6 @@ class Chaos:
             fault.recovered_by = "soak (fallback)"
 
     def kafka_broker(self, fault: Fault) -> None:
-        from infra.services import kafka_broker
-        from infra.services.process import wait_until
-
         node_id = self.rng.randint(1, self.cfg.kafka.brokers)
         self._kill(fault, kafka_broker.node_process(self.cfg, node_id).name)
         time.sleep(self.broker_down_s)
@@ -152,8 +149,6 @@ class Chaos:
             fault.notes.append(f"still under-replicated: {kafka_broker.under_replicated(self.cfg, [self.p.topic])}")
 
     def airflow_scheduler(self, fault: Fault) -> None:
-        from infra.services import airflow
-
         self._kill(fault, "airflow-scheduler")
         time.sleep(5)  # an operator notices
         self._operator_up(fault, "airflow")
@@ -163,8 +158,6 @@ class Chaos:
             fault.notes.append(f"after the restart: {airflow.component_health(self.cfg)}")
 
     def thrift_server(self, fault: Fault) -> None:
-        from benchmarks.soak_stack import jdbc_query
-
         self._kill(fault, "thrift_server")
         time.sleep(5)
         self._operator_up(fault, "thrift_server")
@@ -176,8 +169,5 @@ class Chaos:
 def speed_log_evidence(cfg: TidewaterConfig, p: Pipeline, lines: int = 4000) -> str:
     """Why the speed job did not recover, on one line: ``job_evidence`` of its log's tail (error lines,
     the JVM's fatal banner, its last micro-batches), each distinct line once."""
-    from infra.services.log_evidence import job_evidence
-    from spark_jobs.speed.control import speed_process
-
     kept = job_evidence(speed_process(cfg, p).tail(lines), head=700, tail=800).splitlines()
     return " | ".join(dict.fromkeys(kept))

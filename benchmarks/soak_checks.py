@@ -16,14 +16,23 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from benchmarks.correctness import offset_problems, serving_differences, serving_rows
 from benchmarks.result import ScenarioResult
-from benchmarks.stream_oracle import Record
+from benchmarks.soak_chaos import speed_log_evidence
+from benchmarks.soak_stack import jdbc_query
+from benchmarks.stream_oracle import Record, expected_serving
+from infra.services import airflow, thrift_server
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.ops_reader import read_rows
+from spark_jobs.serving.cache import wait_fresh
+from spark_jobs.speed.control import stop_speed, wait_caught_up
 
 
 def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: float, since: datetime,
@@ -31,16 +40,11 @@ def settle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, timeout: floa
     """Wait until the speed job consumed everything and, for up to ``batch_wait_s``, until the batch DAG
     has published since ``since`` (a scheduled run in flight finishes, as an operator would let it),
     then stop the speed job and Airflow (no run after the final batch). Returns the catch-up's seconds."""
-    from infra.services import airflow
-    from spark_jobs.speed.control import stop_speed, wait_caught_up
-
     started = time.monotonic()
     caught_up = wait_caught_up(cfg, p, timeout=timeout)
     took = round(time.monotonic() - started, 1)
     res.check("the speed job caught up with the topic after the producer stopped", True, caught_up)
     if not caught_up:
-        from benchmarks.soak_chaos import speed_log_evidence
-
         res.notes.append(f"speed job log: {speed_log_evidence(cfg, p)}")
     deadline = time.monotonic() + batch_wait_s
     while not scheduled_publishes(cfg, p, since) and time.monotonic() < deadline:
@@ -55,7 +59,6 @@ def final_batch(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, since: d
     scheduled = scheduled_publishes(cfg, p, since)
     out = subprocess.run([sys.executable, "-m", "tidewater.cli", "batch", p.name], capture_output=True, text=True,
                          timeout=1800)
-    from lakehouse.errors import NothingToDo
 
     unchanged = out.returncode == NothingToDo.EXIT_CODE and bool(scheduled)  # the DAG's last run read the last bronze
     res.check("the final batch run published, or bronze is unchanged since the DAG's last publish", True,
@@ -68,15 +71,11 @@ def final_batch(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, since: d
 
 def scheduled_publishes(cfg: TidewaterConfig, p: Pipeline, since: datetime) -> list[dict[str, Any]]:
     """The batch runs of ``p`` published since ``since`` (before the final run: the DAG's)."""
-    from spark_jobs.io.ops_reader import read_rows
-
     return [r for r in read_rows(cfg, "ops.batch_runs")
             if r["pipeline"] == p.name and r["status"] == "published" and _naive(r["published_at"]) >= since]
 
 
 def _naive(value: datetime | None) -> datetime:
-    from datetime import UTC
-
     if value is None:
         return datetime.min
     return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
@@ -86,10 +85,6 @@ def jdbc_caught_up(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> fl
     """Wait out the Thrift server's staleness bound before comparing its answers with the topic: other
     processes' commits reach JDBC answers within ``thrift.max_staleness_seconds`` (Delta snapshots
     reused that long), ``serving.<p>`` after one more cache rebuild. Returns the seconds waited."""
-    from benchmarks.soak_stack import jdbc_query
-    from infra.services import thrift_server
-    from spark_jobs.serving.cache import wait_fresh
-
     started = time.monotonic()
     time.sleep(cfg.thrift.max_staleness_seconds + 1)  # an older snapshot is refreshed before it is read
     view = naming.table("serving", p.name)
@@ -100,10 +95,6 @@ def jdbc_caught_up(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> fl
 
 
 def exactly_once(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, produced: int) -> dict[str, Any]:
-    from benchmarks.correctness import offset_problems
-    from benchmarks.soak_stack import jdbc_query
-    from spark_jobs.io.kafka_admin import offsets
-
     in_topic = sum(end - begin for begin, end in offsets(cfg, p.topic).values())
     problems = offset_problems(lambda sql: jdbc_query(cfg, sql), cfg, p.name, p.topic)
     bronze, quarantine = (jdbc_query(cfg, f"SELECT count(*) FROM {t}.{p.name}")[0][0] for t in ("bronze", "quarantine"))
@@ -115,10 +106,6 @@ def exactly_once(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult, produce
 
 
 def oracle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> dict[str, Any]:
-    from benchmarks.correctness import serving_differences, serving_rows
-    from benchmarks.soak_stack import jdbc_query
-    from benchmarks.stream_oracle import expected_serving
-
     started = time.monotonic()
     expected = expected_serving(p, read_records(cfg, p.topic))
     got = serving_rows(lambda sql: jdbc_query(cfg, sql), p)
@@ -135,8 +122,6 @@ def oracle(cfg: TidewaterConfig, p: Pipeline, res: ScenarioResult) -> dict[str, 
 def read_records(cfg: TidewaterConfig, topic: str) -> Iterator[Record]:
     """Every record of ``topic`` as the brokers stored it (partition, offset, LogAppendTime, value)."""
     from confluent_kafka import Consumer, TopicPartition
-
-    from spark_jobs.io.kafka_admin import offsets
 
     ends = {part: end for part, (_, end) in offsets(cfg, topic).items()}
     consumer = Consumer({"bootstrap.servers": cfg.kafka.bootstrap, "group.id": f"tidewater-soak-oracle-{time.time()}",

@@ -13,6 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from benchmarks.s7_sustained import slope
+
 # series -> (ratio, slack in the series' unit): the pass/fail threshold of flatness
 THRESHOLDS: dict[str, tuple[float, float]] = {"pss_mb": (1.3, 128.0), "micro_batch_s": (1.5, 0.5)}
 LAG_RATIO, LAG_SLACK_S = 2.0, 5.0  # lag: last <= first x 2 + what the producer sends in 5 s
@@ -20,8 +22,6 @@ LAG_RATIO, LAG_SLACK_S = 2.0, 5.0  # lag: last <= first x 2 + what the producer 
 
 def flatness(points: list[tuple[float, float]], span: tuple[float, float], ratio: float, slack: float) -> dict[str, Any]:
     """Flatness of ``points`` (seconds, value) within ``span``: (end of the warm-up, end of production)."""
-    from benchmarks.s7_sustained import slope
-
     steady = [(t, v) for t, v in points if span[0] <= t <= span[1]]
     if len(steady) < 4:
         return {"samples": len(steady), "ok": None, "why": "too few samples after the warm-up"}

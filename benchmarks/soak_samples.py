@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC
 from typing import Any
 
+from benchmarks.s7_sustained import consumer_lag
+from benchmarks.soak_stack import jdbc_query, process_names, tree_memory_mb
+from infra.services.process import ManagedProcess
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.ops_reader import read_rows
 
 SAMPLE_S = 10.0
 READ_EVERY = 3
@@ -42,11 +48,6 @@ class Sampler(threading.Thread):
                 self.samples.append({"t": round(time.time() - self.t0, 1), "error": f"{type(exc).__name__}: {exc}"[:200]})
 
     def sample(self, read: bool) -> dict[str, Any]:
-        from benchmarks.s7_sustained import consumer_lag
-        from benchmarks.soak_stack import process_names, tree_memory_mb
-        from infra.services.process import ManagedProcess
-        from lakehouse import naming
-
         out: dict[str, Any] = {"t": round(time.time() - self.t0, 1), "pss_mb": {}, "task_runs_mb": {}, "pid": {}}
         for name in process_names(self.cfg):
             pid = ManagedProcess(name, naming.run_dir(self.cfg), naming.logs_dir(self.cfg)).pid()
@@ -62,8 +63,6 @@ class Sampler(threading.Thread):
         return out
 
     def read_serving(self) -> dict[str, Any]:
-        from benchmarks.soak_stack import jdbc_query
-
         started = time.monotonic()
         try:
             jdbc_query(self.cfg, f"SELECT count(*), sum(event_count) FROM serving.{self.p.name}")
@@ -79,10 +78,6 @@ class Sampler(threading.Thread):
 
 def micro_batches(cfg: TidewaterConfig, p: Pipeline, t0: float) -> list[tuple[float, float, int]]:
     """(seconds after ``t0``, duration s, input rows) of every speed micro-batch with input, in time order."""
-    from datetime import UTC
-
-    from spark_jobs.io.ops_reader import read_rows
-
     out = []
     for r in read_rows(cfg, "ops.stream_progress"):
         if r["pipeline"] == p.name and r["query"] == "speed" and r["input_rows"] and r["batch_time"]:

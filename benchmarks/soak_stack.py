@@ -11,13 +11,22 @@ and Airflow (its DAGs paused) start beside it; then it unpauses
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from infra.services import thrift_access
-from lakehouse.config import TidewaterConfig
+from infra import job_service
+from infra.services import airflow, thrift_access, thrift_server
+from lakehouse import naming
+from lakehouse.config import TidewaterConfig, load_config
+from lakehouse.pipeline import available_pipelines, load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic
+from spark_jobs.speed.control import start_speed
+from tidewater.isolated_stack import isolated_env, running_stack
 
 BROKERS = 3
 SUPERVISOR_SCHEDULE = "* * * * *"  # tidewater_speed: a killed speed job waits at most a minute for it
@@ -42,10 +51,6 @@ def soak_env(batch_schedule: str, pipeline: str) -> dict[str, str]:
 @contextmanager
 def soak_stack(batch_schedule: str, pipeline: str, keep: bool = False) -> Iterator[TidewaterConfig]:
     """Everything up and the soaked pipeline's speed job running; everything stopped afterwards, even after a failure."""
-    from infra.services import airflow
-    from lakehouse.config import load_config
-    from tidewater.isolated_stack import isolated_env, running_stack
-
     with isolated_env("tidewater-soak-", soak_env(batch_schedule, pipeline), keep=keep), \
             running_stack(load_config()) as cfg:
         try:
@@ -56,12 +61,6 @@ def soak_stack(batch_schedule: str, pipeline: str, keep: bool = False) -> Iterat
 
 
 def _start_services_and_jobs(cfg: TidewaterConfig) -> None:
-    from infra import job_service
-    from infra.services import airflow, thrift_server
-    from lakehouse.pipeline import available_pipelines, load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.speed.control import start_speed
-
     pipes = [load_pipeline(name, cfg.pipelines) for name in available_pipelines()]
     for p in pipes:
         ensure_topic(cfg, p.topic)
@@ -88,12 +87,6 @@ def _start_services_and_jobs(cfg: TidewaterConfig) -> None:
 
 def _unpause(cfg: TidewaterConfig, dag: str, timeout: float = 240) -> None:
     """Unpause ``dag`` once the dag-processor has parsed it (until then the command fails)."""
-    import os
-    import subprocess
-    import time
-
-    from infra.services import airflow
-
     deadline, out = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         out = subprocess.run([airflow.airflow_bin(), "dags", "unpause", dag], env={**os.environ, **airflow.env(cfg)},
@@ -106,8 +99,6 @@ def _unpause(cfg: TidewaterConfig, dag: str, timeout: float = 240) -> None:
 
 def process_names(cfg: TidewaterConfig) -> list[str]:
     """The managed processes of the stack (their PID files): services, brokers, Airflow components, jobs."""
-    from lakehouse import naming
-
     return sorted(f.stem for f in naming.run_dir(cfg).glob("*.pid"))
 
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lakehouse.config import TidewaterConfig
+from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.errors import TidewaterError
+from tidewater.isolated_stack import isolated_env, running_stack
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,9 +24,6 @@ REPO = Path(__file__).resolve().parent.parent
 @contextmanager
 def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
     """The shared isolated stack (tidewater/isolated_stack.py) in lambda mode, for one benchmark run."""
-    from lakehouse.config import load_config
-    from tidewater.isolated_stack import isolated_env, running_stack
-
     with isolated_env("tidewater-bench-", {"TIDEWATER_MODE": "lambda"}, keep=keep), running_stack(load_config()) as cfg:
         yield cfg
 

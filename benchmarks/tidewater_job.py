@@ -14,6 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.progress import reached
+from infra.spark_session import get_spark
+from lakehouse.config import load_config
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.io.progress_recorder import ProgressRecorder
+from spark_jobs.speed.job import acquire_locks, finish_background_writes, query_checkpoints, start_queries
+
 PIPELINE = "sensor_readings"
 
 
@@ -40,13 +47,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--progress", required=True)
     args = ap.parse_args(argv)
     target = {int(k): int(v) for k, v in json.loads(args.target).items()}
-
-    from benchmarks.progress import reached
-    from infra.spark_session import get_spark
-    from lakehouse.config import load_config
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.io.progress_recorder import ProgressRecorder
-    from spark_jobs.speed.job import acquire_locks, finish_background_writes, query_checkpoints, start_queries
 
     cfg = load_config()
     p = load_pipeline(PIPELINE, cfg.pipelines)

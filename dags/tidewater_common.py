@@ -18,6 +18,8 @@ from typing import Any
 
 from infra.services.airflow_assets import LAYERS
 from lakehouse import naming
+from lakehouse.errors import TopicMissing
+from lakehouse.pipeline import available_pipelines
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ARGS: dict[str, Any] = {"owner": "tidewater", "retries": 2, "retry_delay": timedelta(minutes=1)}
@@ -27,8 +29,6 @@ STALL_MIN_SECONDS = 180
 
 def pipelines() -> list[str]:
     """Names of the pipelines the stack runs (``lakehouse.pipeline.available_pipelines``)."""
-    from lakehouse.pipeline import available_pipelines
-
     return available_pipelines()
 
 
@@ -188,8 +188,6 @@ def speed_status(pipeline: str) -> dict[str, Any]:
     """``tidewater speed status --json``: exit 0 = running, 1 = not running. Exit 4 (``TopicMissing``)
     fails the task with the status's one-line ``problem``: a job on a missing topic would idle, so
     there is nothing to start or restart until someone creates the topic or fixes the definition."""
-    from lakehouse.errors import TopicMissing
-
     proc = run_tidewater("speed", "status", pipeline, "--json", check=False, timeout=120)
     if proc.returncode not in (0, 1, TopicMissing.EXIT_CODE):
         raise RuntimeError(f"speed status {pipeline} failed ({proc.returncode}): {proc.stderr[-500:]}")

@@ -9,6 +9,8 @@ from datetime import datetime
 from airflow.sdk import XComArg, dag, task
 
 from dags.tidewater_common import DEFAULT_ARGS, paused_at_creation, pipelines, quality_schedule, run_tidewater
+from expectations.context import docs_index
+from lakehouse.config import load_config
 
 
 def check_task(p: str) -> XComArg:
@@ -34,9 +36,6 @@ def check_task(p: str) -> XComArg:
 def tidewater_quality() -> None:
     @task(trigger_rule="all_done")
     def data_docs() -> str:
-        from expectations.context import docs_index
-        from lakehouse.config import load_config
-
         index = docs_index(load_config())
         print(f"Data Docs: {index} ({'present' if index.exists() else 'not built yet'})")
         return str(index)

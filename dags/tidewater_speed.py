@@ -21,13 +21,12 @@ from dags.tidewater_common import (
     speed_schedule,
     speed_status,
 )
+from lakehouse.config import load_config
 
 
 def supervise_task(p: str) -> XComArg:
     @task(task_id=f"supervise_{p}")
     def supervise(pipeline: str = p) -> dict:
-        from lakehouse.config import load_config
-
         params = get_current_context()["params"]
         if params.get("pipeline", "all") not in ("all", pipeline):
             return {"pipeline": pipeline, "did": "nothing", "reason": "not selected"}

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -33,8 +35,6 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: D
     column per ordered pair (``suites.ordered_pairs``; timestamps in microseconds), which their suites
     check with the other column checks in one aggregate job."""
     from pyspark.sql import functions as F
-
-    from expectations.suites import WINDOW_KINDS, ordered_pairs, pair_gap
 
     df = spark.table(table) if rows is None else rows
     if "op" in df.columns:  # a staging table: deleted windows carry no values
@@ -64,8 +64,6 @@ def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: st
 def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, serving_table: str,
                       read_cutoff: CutoffReader) -> DataFrame:
     from pyspark.sql import functions as F
-
-    from lakehouse.speed_versions import active_version
 
     cutoff = read_cutoff(spark, p.name)
     grain = list(p.grain)

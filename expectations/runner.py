@@ -17,10 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from expectations import frames
 from expectations.context import docs_index, runtime_context
 from expectations.data_docs import DocsBuild, build_pages
 from expectations.frames import CutoffReader
 from expectations.suites import KINDS, suite_name, suite_problem
+from infra.spark_session import get_spark
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import MAX_EVENT_AHEAD_SECONDS
 from lakehouse.errors import TidewaterError
@@ -80,8 +82,6 @@ def describe_failure(result: Any) -> str:
 
 def _frames(spark: Any, cfg: TidewaterConfig, p: Pipeline, kind: str, table: str,
             read_cutoff: CutoffReader | None, frame: Any = None) -> list[tuple[str, Any]]:
-    from expectations import frames
-
     if kind == "quarantine":
         return [("quarantine", frames.quarantine_rate_frame(spark, p, table))]
     out = [(kind, frames.table_frame(spark, kind, table, p, frame))]
@@ -109,8 +109,6 @@ def validate_table(cfg: TidewaterConfig, pipeline: str | Pipeline, kind: str, ta
                              "for its serving-gap check")
     p = pipeline if isinstance(pipeline, Pipeline) else load_pipeline(pipeline, cfg.pipelines)
     if spark is None:
-        from infra.spark_session import get_spark
-
         spark = get_spark(cfg, f"tidewater-check-{p.name}")
     if not spark.catalog.tableExists(table):
         raise TidewaterError(f"check: table {table} does not exist; run the job that writes it first")

@@ -28,8 +28,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from expectations.context import repo_context
 from lakehouse.contracts import MIN_EVENT_MS
-from lakehouse.pipeline import Pipeline
+from lakehouse.pipeline import Pipeline, available_pipelines, load_pipeline
 
 KINDS = ("bronze", "quarantine", "speed", "batch", "staging", "serving")
 SUITE_KINDS = (*KINDS, "serving_gap")
@@ -168,9 +169,6 @@ def write_versioned_suites() -> list[str]:
     """Regenerate the committed suite JSON files in ``expectations/gx`` (a file context): the missing and
     stale ones only, so that a new pipeline adds its files and leaves the others' alone (each write
     gives every expectation a new id)."""
-    from expectations.context import repo_context
-    from lakehouse.pipeline import available_pipelines, load_pipeline
-
     context = repo_context()
     written = []
     for name in available_pipelines():

@@ -19,6 +19,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from infra.jars import pyspark_jars_dir
 from lakehouse import naming
 
 ARCHIVE_DIR = naming.cache_dir() / "cds"
@@ -27,8 +28,6 @@ QUIET = ["-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-Xlog:class+
 
 
 def _pyspark_jars() -> list[Path]:
-    from infra.jars import pyspark_jars_dir
-
     return sorted(pyspark_jars_dir().glob("*.jar"))
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from lakehouse import naming
@@ -61,9 +63,6 @@ def build_tidewater_jar() -> Path:
     """Compile infra/java into ``tidewater_jar()`` unless it is newer than every source. Compiled with the
     JDK's ``javac`` against pyspark's own jars (the exact classes it runs with; nothing to download),
     into a temporary folder first, so two commands building at once never load half a jar."""
-    import os
-    import tempfile
-
     jar = tidewater_jar()
     sources = sorted(JAVA_SOURCES.rglob("*.java"))
     if jar.exists() and jar.stat().st_mtime >= max(s.stat().st_mtime for s in sources):

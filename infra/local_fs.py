@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infra.jars import build_tidewater_jar
+
 FILE_SYSTEM = "io.tidewater.hadoop.NoForkLocalFileSystem"  # FileSystem API (Parquet files, Delta reads)
 FILE_CONTEXT = "io.tidewater.hadoop.NoForkLocalFs"  # FileContext API (checkpoints, Delta's log)
 PACKAGE = "io.tidewater.hadoop"  # shared with Hive's isolated metastore client (thrift_server)
@@ -25,7 +27,6 @@ def no_fork_settings(master: str) -> tuple[list[Path], dict[str, str]]:
     none for a cluster master."""
     if not uses_no_fork_fs(master):
         return [], {}
-    from infra.jars import build_tidewater_jar
 
     return [build_tidewater_jar()], {"spark.hadoop.fs.file.impl": FILE_SYSTEM,
                                      "spark.hadoop.fs.AbstractFileSystem.file.impl": FILE_CONTEXT}

@@ -15,16 +15,24 @@ runs the same code in the service as in a process of its own, on the service's w
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infra import utc
+from infra.class_data_archive import java_options
+from infra.jvm import require_java
+from infra.jvm_scratch import scratch_folder, scratch_settings, sweep
+from infra.local_fs import no_fork_settings
 from infra.py4j_lookups import DEBUGGING_OFF, import_pyspark_classes
+from infra.services import metastore
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.config_jvm_flags import driver_flags
 from lakehouse.errors import ServiceError
 
 if TYPE_CHECKING:
@@ -59,12 +67,6 @@ def metastore_drivers(configured: str) -> list[str]:
 def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> dict[str, str]:
     """All Spark settings as a dict (also used to build spark-submit command lines). ``role``: which
     class-data-sharing archive the driver JVM maps (``infra.class_data_archive``; the Thrift server has its own)."""
-    from infra.class_data_archive import java_options
-    from infra.jvm import require_java
-    from infra.local_fs import no_fork_settings
-    from infra.services import metastore
-    from lakehouse.config_jvm_flags import driver_flags
-
     db = metastore.connection(cfg)  # Derby client or PostgreSQL JDBC driver, URL, user, password
     hive_extras = sorted(naming.jars_dir("hive").glob("hive-llap-common-*.jar"))  # infra/maven/hive/pom.xml
     if not db["jar"] or not hive_extras:
@@ -146,9 +148,6 @@ def bound_session(session: SparkSession) -> Iterator[SparkSession]:
 def get_spark(cfg: TidewaterConfig, app_name: str = "tidewater", extra: dict[str, str] | None = None) -> SparkSession:
     """Build (or reuse) the session; java must be found and the metastore running (``tidewater up``).
     In a thread under ``bound_session``: that session, with ``extra`` set on its own SQL conf."""
-    from infra.jvm import require_java
-    from infra.services import metastore
-
     bound = getattr(_bound, "session", None)
     if bound is None:
         require_java()  # before the launcher: without it PySpark fails with a traceback
@@ -194,8 +193,6 @@ def _quiet_query_context_loggers() -> None:
     """PySpark 4 logs every analysis error that has a query context (``tidewater sql`` with a misspelt
     column) as a JSON record with the JVM's stack, on stderr; Tidewater reports the error itself, in one
     line. Their level goes up; they stay PySpark's loggers, whose ``exception`` takes extra fields."""
-    import logging
-
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
@@ -206,8 +203,6 @@ def _own_scratch(cfg: TidewaterConfig, java_options: str) -> dict[str, str]:
     """This process's driver writes its scratch files under the data folder, not /tmp; the folders of
     drivers whose process is gone (killed with SIGKILL) are removed first (``infra.jvm_scratch``)."""
     from pyspark import SparkContext
-
-    from infra.jvm_scratch import scratch_folder, scratch_settings, sweep
 
     if SparkContext._active_spark_context is not None:
         return {}  # the running JVM keeps the folder it started with
@@ -238,6 +233,4 @@ def ensure_databases(spark: SparkSession) -> None:
 
 
 def _python() -> str:
-    import sys
-
     return sys.executable

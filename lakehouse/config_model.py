@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lakehouse.config_jvm_flags import jvm_flags
 from lakehouse.config_services import (
     PORT_STRIDE,
     AirflowConfig,
@@ -95,8 +96,6 @@ class TidewaterConfig:
 
     @property
     def jvm_flags(self) -> list[str]:
-        from lakehouse.config_jvm_flags import jvm_flags
-
         return jvm_flags(self.jvm_options)
 
     def as_dict(self) -> dict[str, Any]:

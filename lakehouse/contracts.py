@@ -7,11 +7,14 @@ so a BI user can read it with ``SHOW TBLPROPERTIES``.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakehouse import definition, naming
+from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import FIELD_TYPES, Pipeline
+from lakehouse.speed_fold import fold_sql
 from lakehouse.window_kinds import kind_of
 
 if TYPE_CHECKING:
@@ -146,7 +149,6 @@ def speed(p: Pipeline, version: int = 1) -> Contract:
     name = naming.speed_table(p.name, version)
     if kind_of(p.window).keeps_state:
         return Contract(name, columns, grain=p.grain, owner=p.owner, properties=(defined_by(p),))
-    from lakehouse.speed_fold import fold_sql
 
     partials = speed_partials(p, version)
     return Contract(name, columns, grain=p.grain, owner=p.owner, view=fold_sql(p, partials.name), requires=(partials,))
@@ -261,8 +263,6 @@ def ensure(spark: SparkSession, *contracts: Contract) -> None:
 def create_racing(spark: SparkSession, ddl: str) -> None:
     """Run a ``CREATE ... IF NOT EXISTS``; while another process creates the same table (one of
     ``CREATE_RACE_ERRORS``), try again until the winner's table is complete. Other errors raise."""
-    import time
-
     for attempt in range(40):
         try:
             spark.sql(ddl)
@@ -280,16 +280,12 @@ def _application(spark: SparkSession) -> str:
 
 
 def _refuse_table_for_view(spark: SparkSession, name: str) -> None:
-    from lakehouse.errors import TidewaterError
-
     if spark.catalog.tableExists(name) and spark.catalog.getTable(name).tableType != "VIEW":
         raise TidewaterError(f"{name} is a Delta table from an older Tidewater layout, where it must now be a view "
                              "over its __partials table; rebuild it with 'tidewater replay' or start from an empty data_dir")
 
 
 def _refuse_other_partitioning(spark: SparkSession, contract: Contract) -> None:
-    from lakehouse.errors import TidewaterError
-
     if not spark.catalog.tableExists(contract.name):
         return
     have = tuple(c.name for c in spark.catalog.listColumns(contract.name) if c.isPartition)

@@ -9,10 +9,25 @@ version that has a checkpoint folder.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+
+
+@dataclass(frozen=True)
+class VersionSwitch:
+    """One switch of ``serving.<p>`` from speed version ``from_version`` to ``to_version`` (a replay or a
+    rollback), with what it cost: the new version's lag (records) when it was switched, the seconds until
+    it caught up (its job's start included) and the seconds in all (the switch included)."""
+
+    pipeline: str
+    from_version: int
+    to_version: int
+    lag_at_switch: int | None
+    catch_up_seconds: float
+    total_seconds: float
 
 
 def _version_path(cfg: TidewaterConfig, pipeline: str, kind: str) -> Path:

@@ -59,8 +59,9 @@ def cycles(imports: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def project_imports() -> dict[str, set[str]]:
-    graph = grimp.build_graph(*PACKAGES)
+def project_imports(packages: tuple[str, ...] = PACKAGES, cache: bool = True) -> dict[str, set[str]]:
+    """Module -> the modules it imports, for every module of ``packages`` (each importable from sys.path)."""
+    graph = grimp.build_graph(*packages) if cache else grimp.build_graph(*packages, cache_dir=None)
     return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
 
 

@@ -17,15 +17,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from infra.class_data_archive import ARCHIVE_DIR, DUMP_ENV, archive_file
+from infra.jvm import require_java
+from infra.services import thrift_access, thrift_server
+from infra.services.thrift_server import driver_class_path
+from infra.spark_session import session_conf
+from lakehouse.config import load_config
+from spark_jobs.io.kafka_admin import ensure_topic
+from tidewater.isolated_stack import isolated_env, running_stack
+
 PROBE_TOPIC = "tidewater-cds-probe"
 
 
 def _targets(cfg: Any) -> dict[str, Path]:
-    from infra.class_data_archive import archive_file
-    from infra.jvm import require_java
-    from infra.services.thrift_server import driver_class_path
-    from infra.spark_session import session_conf
-
     class_path = driver_class_path(session_conf(cfg, "cds")).split(os.pathsep)  # what session_conf fingerprints
     return {role: archive_file(role, require_java(), class_path) for role in ("driver", "thrift")}
 
@@ -39,9 +43,6 @@ def _dumped(tmp: Path, target: Path) -> bool:
 
 
 def _thrift(cfg: Any, tmp: Path) -> None:
-    from infra.class_data_archive import DUMP_ENV
-    from infra.services import thrift_access, thrift_server
-
     os.environ[DUMP_ENV] = str(tmp)  # read when the server's command line is built
     try:
         thrift_server.start(cfg)
@@ -59,10 +60,6 @@ def _thrift(cfg: Any, tmp: Path) -> None:
 
 def build(force: bool = False) -> list[str]:
     """Build the missing archives; returns one line per archive (built, kept, or why not)."""
-    from infra.class_data_archive import ARCHIVE_DIR
-    from lakehouse.config import load_config
-    from tidewater.isolated_stack import isolated_env, running_stack
-
     with isolated_env("tidewater-cds-"):
         targets = _targets(load_config())
         todo = {role: path for role, path in targets.items() if force or not path.is_file()}
@@ -76,9 +73,6 @@ def build(force: bool = False) -> list[str]:
 
 
 def _build(cfg: Any, targets: dict[str, Path], todo: dict[str, Path]) -> list[str]:
-    from infra.class_data_archive import DUMP_ENV
-    from spark_jobs.io.kafka_admin import ensure_topic
-
     lines: list[str] = []
     ensure_topic(cfg, PROBE_TOPIC)
     # the driver probe always runs: the Thrift probe reads the table it makes

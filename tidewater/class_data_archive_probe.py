@@ -9,6 +9,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from infra.spark_session import get_spark
+from lakehouse import naming
+from lakehouse.config import load_config
+from spark_jobs.io.producer import producer
+
 
 def probe(spark: Any, bootstrap: str, topic: str, checkpoint: str) -> None:
     spark.sql("CREATE TABLE IF NOT EXISTS default.cds_probe (k STRING, n BIGINT) USING delta")
@@ -29,11 +34,6 @@ def probe(spark: Any, bootstrap: str, topic: str, checkpoint: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from infra.spark_session import get_spark
-    from lakehouse import naming
-    from lakehouse.config import load_config
-    from spark_jobs.io.producer import producer
-
     cfg = load_config()
     prod = producer(cfg)  # kafka-python, as `tidewater produce`
     prod.send(argv[0], b'{"probe": 1}').get(timeout=60)

@@ -12,6 +12,7 @@ import importlib
 import sys
 from typing import NoReturn
 
+from infra.job_service import client as job_client
 from lakehouse.errors import TidewaterError
 
 COMMAND_MODULES = (
@@ -48,8 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """The ``tidewater`` command: a Spark-bound command goes to the job service when one runs for this
     configuration (infra/job_service/client.py), anything else (or ``--local``) runs here."""
-    from infra.job_service import client as job_client
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()  # lists the pipelines: a bad $TIDEWATER_PIPELINES fails here

@@ -21,6 +21,11 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from infra.services import airflow, thrift_access, thrift_server
+from lakehouse.config import load_config
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.speed.control import wait_caught_up
+
 if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
@@ -41,8 +46,6 @@ def tidewater(*args: str, check: bool = True) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lakehouse.config import load_config
-
     ap = argparse.ArgumentParser(prog="python -m tidewater.demo")
     ap.add_argument("--events", type=int, default=30_000, help="events to produce (default 30000)")
     args = ap.parse_args(argv)
@@ -98,9 +101,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _wait(cfg: TidewaterConfig) -> None:
-    from lakehouse.pipeline import load_pipeline
-    from spark_jobs.speed.control import wait_caught_up
-
     if not wait_caught_up(cfg, load_pipeline(PIPELINE, cfg.pipelines), timeout=600):
         raise SystemExit("tidewater: the speed layer did not catch up within 10 minutes; see "
                          f"'tidewater speed status {PIPELINE}' and its log")
@@ -108,20 +108,14 @@ def _wait(cfg: TidewaterConfig) -> None:
 
 
 def _jdbc_url(cfg: TidewaterConfig) -> str:
-    from infra.services import thrift_server
-
     return thrift_server.jdbc_url(cfg)
 
 
 def _jdbc_logins(cfg: TidewaterConfig) -> str:
-    from infra.services import thrift_access
-
     return thrift_access.where(cfg)
 
 
 def _airflow_url(cfg: TidewaterConfig) -> str:
-    from infra.services import airflow
-
     return airflow.base_url(cfg)
 
 

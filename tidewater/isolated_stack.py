@@ -17,6 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infra import job_service
+from infra.jars import fetch_jars
+from infra.services import kafka_broker, metastore, thrift_server
+from infra.services.ports import free_port, free_port_block
+from spark_jobs.speed.control import stop_all_speed
+
 if TYPE_CHECKING:
     from lakehouse.config import TidewaterConfig
 
@@ -34,8 +40,6 @@ ONE_WARM_UP_ROUND = {"TIDEWATER_WARM_UP_PLAN_ROUNDS": "1", "TIDEWATER_WARM_UP_RE
 def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = False) -> Iterator[dict[str, str]]:
     """A temp data folder and free ports, exported as ``TIDEWATER_*`` while the block runs; the folder
     is deleted afterwards unless ``keep``."""
-    from infra.services.ports import free_port_block
-
     data = Path(tempfile.mkdtemp(prefix=prefix))
     kafka = free_port_block(KAFKA_PORT_BLOCK)  # kafka.brokers (config) <= 3 fits; see KafkaConfig.node_ports
     env = {"TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(data),
@@ -56,8 +60,6 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
 
 
 def _port_outside(kafka: int) -> int:
-    from infra.services.ports import free_port
-
     port = free_port()
     while kafka <= port < kafka + KAFKA_PORT_BLOCK:
         port = free_port()
@@ -68,11 +70,6 @@ def _port_outside(kafka: int) -> int:
 def running_stack(cfg: TidewaterConfig) -> Iterator[TidewaterConfig]:
     """Real metastore + Kafka broker; stops them (and any speed job, Thrift server or job service) even
     when a start fails. The job service is not started here: a module that needs it starts it."""
-    from infra import job_service
-    from infra.jars import fetch_jars
-    from infra.services import kafka_broker, metastore, thrift_server
-    from spark_jobs.speed.control import stop_all_speed
-
     fetch_jars()
     try:
         metastore.start(cfg)

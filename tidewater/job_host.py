@@ -8,19 +8,19 @@ from __future__ import annotations
 import importlib
 import sys
 
+from infra import job_service
+from infra.job_service.server import serve
+from infra.spark_session import get_spark
+from lakehouse import naming
+from lakehouse.config import load_config
+from tidewater.cli import run
+
 # imported once at start, not by the first command that needs them (GX alone takes seconds)
 WARM_MODULES = ("spark_jobs.batch.job", "spark_jobs.shared.serving_view", "spark_jobs.batch.reconcile", "spark_jobs.maintenance.job",
                 "expectations.runner", "great_expectations")
 
 
 def main() -> int:
-    from infra import job_service
-    from infra.job_service.server import serve
-    from infra.spark_session import get_spark
-    from lakehouse import naming
-    from lakehouse.config import load_config
-    from tidewater.cli import run
-
     cfg = load_config()
     fingerprint = job_service.fingerprint(cfg)  # of the code as it is now, before anything is imported
     token = job_service.token(cfg, create=True)

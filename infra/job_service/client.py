@@ -20,6 +20,8 @@ import urllib.error
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infra import job_service
+from lakehouse.config import load_config
 from lakehouse.errors import ServiceError, TidewaterError
 
 if TYPE_CHECKING:
@@ -54,9 +56,6 @@ def absolute_config(argv: list[str]) -> list[str]:
 
 def forward(argv: list[str], args: argparse.Namespace) -> int | None:
     """The exit status of ``argv`` run by the job service, or None: run it here (nothing was sent)."""
-    from infra import job_service
-    from lakehouse.config import load_config
-
     try:
         cfg = load_config(args.config)
     except TidewaterError:
@@ -97,8 +96,6 @@ def forward(argv: list[str], args: argparse.Namespace) -> int | None:
 
 
 def _broken(cfg: TidewaterConfig, argv: list[str], exc: BaseException) -> ServiceError:
-    from infra import job_service
-
     log = job_service.log_file(cfg)
     return ServiceError(f"job service: the connection broke while it ran 'tidewater {' '.join(argv)}' "
                         f"({exc.__class__.__name__}); the command may have run in part and was not re-run "

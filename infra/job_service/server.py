@@ -28,7 +28,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from infra.job_service import TOKEN_HEADER
 from infra.job_service.capture import capture, install, run_command
+from infra.services.process import wait_until
+from infra.spark_session import bound_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,14 +101,10 @@ class JobService:
                       f"{time.monotonic() - started:.1f}s", flush=True)
 
     def _in_new_session(self, argv: list[str]) -> int:
-        from infra.spark_session import bound_session
-
         with bound_session(self.spark.newSession()):
             return self.dispatch(argv)
 
     def wait_idle(self, timeout: float) -> bool:
-        from infra.services.process import wait_until
-
         return wait_until(lambda: not self.running, timeout, 0.2)
 
 
@@ -130,8 +129,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _authorized(self) -> bool:
-        from infra.job_service import TOKEN_HEADER
-
         given = self.headers.get(TOKEN_HEADER, "")
         if hmac.compare_digest(given.encode(), self.server.service.token.encode()):
             return True

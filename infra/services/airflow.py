@@ -19,12 +19,16 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
 from typing import Any
 
-from infra.services import airflow_drift
+from infra.services import airflow_drift, postgres
 from infra.services.airflow_settings import (
     USER,
     airflow_bin,
@@ -65,8 +69,6 @@ def start(cfg: TidewaterConfig, timeout: float = 240) -> int:
         raise ServiceError(f"airflow: port {cfg.airflow.port} is already in use; set airflow.port or TIDEWATER_AIRFLOW_PORT")
     home(cfg).mkdir(parents=True, exist_ok=True)
     if cfg.airflow.database == "postgres":
-        from infra.services import postgres
-
         postgres.start(cfg)  # a no-op when `up` started it already
     first_start = not passwords_file(cfg).exists()
     prepare_password(cfg)
@@ -114,9 +116,6 @@ def warm_execution_api(cfg: TidewaterConfig) -> None:
     """Build the task execution API's versioned routes now. Cadwyn builds them on the first request to
     ``/execution/``, 4-5 s of the API server's CPU with its event loop blocked: without this, the first
     tasks after a start wait that long to begin (measured with py-spy)."""
-    import urllib.error
-    import urllib.request
-
     try:
         with urllib.request.urlopen(f"{base_url(cfg)}/execution/health", timeout=60) as resp:  # noqa: S310 - loopback
             resp.read()
@@ -129,8 +128,6 @@ def warm_execution_api(cfg: TidewaterConfig) -> None:
 
 def stop(cfg: TidewaterConfig, timeout: float = 30) -> bool:
     """Stop each component's whole process group (the sh wrapper dies first; Airflow may linger)."""
-    import signal
-
     stopped = False
     for component in reversed(COMPONENTS):
         group = _process(cfg, component).pid()
@@ -147,8 +144,6 @@ def _group_gone(pgid: int) -> bool:
 
 def health(cfg: TidewaterConfig) -> dict[str, Any]:
     """``/api/v2/monitor/health`` (no login needed): metadatabase + component heartbeats."""
-    import urllib.request
-
     try:
         with urllib.request.urlopen(f"{base_url(cfg)}/api/v2/monitor/health", timeout=5) as resp:
             return dict(json.loads(resp.read()))
@@ -183,8 +178,6 @@ def healthy_since(cfg: TidewaterConfig, started: dict[str, float]) -> bool:
 
 def heartbeat_after(component_report: dict[str, Any], field: str, since: float) -> bool:
     """True when the component's ``field`` (an ISO time; Airflow's are UTC) is at or after ``since`` (epoch s)."""
-    from datetime import UTC, datetime
-
     value = component_report.get(field)
     if not value:
         return False

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from infra.services import airflow_settings
+from infra.services import airflow, airflow_settings
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -42,8 +42,6 @@ def asset_ids(assets: list[dict[str, Any]], uris: list[str]) -> dict[str, int]:
 
 def record_publish(cfg: TidewaterConfig, pipeline: str, extra: dict[str, Any]) -> str:
     """Record an Asset event for ``batch.<p>`` and ``serving.<p>``; returns a one-line outcome."""
-    from infra.services import airflow
-
     names = ", ".join(naming.table(layer, pipeline) for layer in LAYERS)
     if not airflow.enabled(cfg):
         return f"no Asset event for {names}: Airflow is disabled (TIDEWATER_AIRFLOW_DISABLED)"

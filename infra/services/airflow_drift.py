@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from infra.services.airflow_settings import SECRET_ENV, env
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.settings_diff import differences
@@ -29,8 +30,6 @@ def applied(cfg: TidewaterConfig) -> dict[str, str]:
     the database, every ``TIDEWATER_*`` variable of the shell), as ``{"$NAME": value}``, without its secrets
     and ``PATH`` (a shell's own). The other configuration keys are not among them: each task's ``tidewater``
     command reads them from ``TIDEWATER_CONFIG`` when it runs, so changing one needs no restart."""
-    from infra.services.airflow_settings import SECRET_ENV, env
-
     return {f"${k}": v for k, v in sorted(env(cfg).items()) if k not in (*SECRET_ENV, "PATH")}
 
 

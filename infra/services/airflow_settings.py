@@ -12,6 +12,7 @@ from pathlib import Path
 
 from infra import utc
 from infra.secret_files import create_once
+from infra.services import postgres
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -103,8 +104,6 @@ def env(cfg: TidewaterConfig) -> dict[str, str]:
 def _database(cfg: TidewaterConfig) -> dict[str, str]:
     """Airflow's metadata DB: SQLite in AIRFLOW_HOME, or PostgreSQL (password in the pgpass file)."""
     if cfg.airflow.database == "postgres":
-        from infra.services import postgres
-
         return {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": postgres.sqlalchemy_url(cfg, "airflow"),
                 "PGPASSFILE": str(postgres.pgpass_file(cfg))}
     return {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home(cfg) / 'airflow.db'}"}

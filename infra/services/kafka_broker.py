@@ -9,7 +9,9 @@ nothing to stop there.
 
 from __future__ import annotations
 
+import re
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from infra.services.kafka_nodes import Node, java_cmd, kafka_home, node, nodes, prepare, server_properties
@@ -82,8 +84,6 @@ def stop(cfg: TidewaterConfig) -> bool:
     the brokers' controlled shutdowns still find a quorum (stopped one by one, the last voters wait
     for a quorum that is gone until the SIGKILL timeout). Brokers started under another
     ``kafka.brokers`` (their PID files) are stopped too."""
-    from concurrent.futures import ThreadPoolExecutor
-
     names = {n.name for n in nodes(cfg)} | {p.stem for p in naming.run_dir(cfg).glob("kafka*.pid")}
     procs = [ManagedProcess(name, naming.run_dir(cfg), naming.logs_dir(cfg)) for name in sorted(names)]
     with ThreadPoolExecutor(max_workers=len(procs)) as pool:
@@ -176,8 +176,6 @@ def under_replicated(cfg: TidewaterConfig, topics: list[str] | None = None) -> l
 
 
 def _kafka_version() -> str:
-    import re
-
     pom = (Path(__file__).resolve().parents[1] / "pom.xml").read_text()
     match = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)
     return match.group(1) if match else "4.1.1"

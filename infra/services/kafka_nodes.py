@@ -11,6 +11,7 @@ is formatted with the one cluster id kept in ``kafka/cluster.id``.
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -156,8 +157,6 @@ def _check_layout(cfg: TidewaterConfig) -> None:
 
 def quorum_leader(cfg: TidewaterConfig) -> int | None:
     """The active KRaft controller as the voters last recorded it (``quorum-state``, highest epoch)."""
-    import json
-
     best: tuple[int, int] | None = None
     for n in nodes(cfg):
         state = n.log_dir / "__cluster_metadata-0" / "quorum-state"

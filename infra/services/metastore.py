@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 
 from infra.jvm import require_java
+from infra.secret_files import generated_password
+from infra.services import metastore_schema, postgres
 from infra.services.process import ManagedProcess, port_open, start_healthy
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -34,8 +36,6 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
 
 def connection(cfg: TidewaterConfig) -> dict[str, str]:
     """What a Spark driver needs: JDBC URL, driver class, driver jar, user and password."""
-    from infra.services import metastore_schema, postgres
-
     if on_postgres(cfg):
         return {"url": postgres.jdbc_url(cfg, "metastore"), "driver": metastore_schema.PG_DRIVER,
                 "jar": str(metastore_schema.driver_jar()), "user": cfg.postgres.user, "password": postgres.password(cfg)}
@@ -51,8 +51,6 @@ def address(cfg: TidewaterConfig) -> str:
 
 def password(cfg: TidewaterConfig) -> str:
     """The Derby metastore password."""
-    from infra.secret_files import generated_password
-
     return generated_password(naming.secrets_dir(cfg) / "metastore.password", "TIDEWATER_METASTORE_PASSWORD")
 
 
@@ -62,8 +60,6 @@ def jdbc_url(cfg: TidewaterConfig) -> str:
 
 def start(cfg: TidewaterConfig, timeout: float = 60) -> int:
     if on_postgres(cfg):
-        from infra.services import metastore_schema, postgres
-
         pid = postgres.start(cfg)  # a no-op when `up` started it already
         metastore_schema.ensure_schema(cfg)
         return pid
@@ -98,16 +94,12 @@ def stop(cfg: TidewaterConfig) -> bool:
 
 def healthy(cfg: TidewaterConfig) -> bool:
     if on_postgres(cfg):
-        from infra.services import postgres
-
         return postgres.healthy(cfg)
     return port_open(cfg.metastore.host, cfg.metastore.port)
 
 
 def status(cfg: TidewaterConfig) -> dict[str, object]:
     if on_postgres(cfg):
-        from infra.services import postgres
-
         row = postgres.status(cfg)
         return {"service": "metastore", "pid": row["pid"], "address": postgres.jdbc_url(cfg, "metastore"),
                 "healthy": row["healthy"], "log": row["log"]}

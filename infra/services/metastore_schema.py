@@ -16,7 +16,9 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+from infra.jars import fetch_jars, pyspark_jars_dir
 from infra.jvm import require_java
+from infra.services import postgres
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
@@ -30,8 +32,6 @@ def driver_jar() -> Path:
     """The PostgreSQL JDBC driver; fetched with Maven if an older jar cache lacks it."""
     found = sorted(naming.jars_dir("metastore").glob(PG_JAR_GLOB))
     if not found:
-        from infra.jars import fetch_jars
-
         fetch_jars(force=True)
         found = sorted(naming.jars_dir("metastore").glob(PG_JAR_GLOB))
     if not found:
@@ -41,12 +41,9 @@ def driver_jar() -> Path:
 
 def ensure_schema(cfg: TidewaterConfig) -> bool:
     """Create the metastore tables in the ``metastore`` database unless they exist. True if it ran."""
-    from infra.services import postgres
-
     rows = postgres.query(cfg, "metastore", "SELECT 1 FROM pg_tables WHERE tablename = %s", (MARKER_TABLE,))
     if rows:
         return False
-    from infra.jars import pyspark_jars_dir
 
     jars = pyspark_jars_dir()
     hive_metastore = sorted(jars.glob("hive-metastore-*.jar"))

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import glob
 import os
+import pwd
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
+from infra.secret_files import generated_password
 from infra.services.process import ManagedProcess, port_open, wait_until
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
@@ -45,8 +48,6 @@ def _process(cfg: TidewaterConfig) -> ManagedProcess:
 
 
 def password(cfg: TidewaterConfig) -> str:
-    from infra.secret_files import generated_password
-
     return generated_password(naming.secrets_dir(cfg) / "postgres.password", "TIDEWATER_POSTGRES_PASSWORD")
 
 
@@ -112,8 +113,6 @@ def _as_owner(argv: list[str]) -> list[str]:
 def _owned_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     if os.geteuid() == 0:
-        import pwd
-
         owner = pwd.getpwnam(OS_USER)
         os.chown(path, owner.pw_uid, owner.pw_gid)
         data = path.parent
@@ -122,8 +121,6 @@ def _owned_dir(path: Path) -> None:
 
 def _initdb(cfg: TidewaterConfig) -> None:
     """A new cluster whose superuser is ``postgres.user`` with the password (scram-sha-256 over TCP)."""
-    import subprocess
-
     parent = cluster_dir(cfg).parent
     _owned_dir(parent)
     pwfile = parent / ".pwfile"
@@ -132,8 +129,6 @@ def _initdb(cfg: TidewaterConfig) -> None:
         fh.write(password(cfg) + "\n")
     try:
         if os.geteuid() == 0:
-            import pwd
-
             owner = pwd.getpwnam(OS_USER)
             os.chown(pwfile, owner.pw_uid, owner.pw_gid)
         result = subprocess.run(_as_owner([_binary("initdb"), "-D", str(cluster_dir(cfg)), "-U", cfg.postgres.user,

@@ -10,6 +10,7 @@ the caller's own group or the caller.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.services.proc_facts import pid_alive, start_time, stat_fields
+from lakehouse.errors import ServiceError
 
 _PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
@@ -64,8 +66,6 @@ class ManagedProcess:
         Without it, two ``tidewater speed start`` at once both spawned a job: the one that lost the job's
         own query lock exited, the PID file could name it, both commands failed, and the job that ran was
         one no ``speed stop`` could find. The kernel drops the lock when its holder dies."""
-        import fcntl
-
         with open(self.run_dir / f"{self.name}.start.lock", "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -222,8 +222,6 @@ def start_healthy(proc: ManagedProcess, argv: Sequence[str], healthy: Callable[[
     """Start a service's process and wait until ``healthy()``: the one start path of the metastore, the
     Thrift server and the job service (Kafka starts its nodes all at once: a quorum needs a majority up
     before any node is healthy). A process that exits or a timeout raises ``failure`` with the log's tail."""
-    from lakehouse.errors import ServiceError
-
     pid = proc.start(argv, env=env, cwd=cwd, marker=marker)
     if not wait_until(lambda: healthy() or not proc.running(), timeout, interval) or not proc.running():
         raise ServiceError(f"{failure}; log {proc.log_file}:\n{proc.tail(tail)}")

@@ -36,19 +36,24 @@ Security (``infra.services.thrift_access``; tests/integration/test_bi_security.p
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from infra import local_fs
+from infra.jars import build_tidewater_jar, pyspark_jars_dir
 from infra.jvm import require_java
 from infra.jvm_scratch import THRIFT_OWNER, scratch_folder, scratch_settings
 from infra.services import thrift_access, thrift_tls
 from infra.services.process import ManagedProcess, port_open, start_healthy
+from infra.spark_session import session_conf
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError
+from lakehouse.pipeline import available_pipelines
 
 MAIN_PROGRAM = Path(__file__).resolve().parents[2] / "spark_jobs" / "serving" / "thrift_service.py"  # run by path, not imported
 STALENESS_KEY = "spark.databricks.delta.stalenessLimit"
@@ -108,8 +113,6 @@ def isolated_metastore_client(conf: dict[str, str]) -> dict[str, str]:
     IMetaStoreClient.getDatabase(String) because the return value of Hive.getMSC() is null`` (once in
     the robustness test of tests/integration/test_jdbc.py). Loaded apart, the catalog's ``Hive`` is
     another class than the one HiveServer2's sessions close, so a closing session never touches it."""
-    from infra.jars import pyspark_jars_dir
-
     jars = pyspark_jars_dir()
     drivers = [e for e in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if e.endswith(".jar")]
     return {"spark.sql.hive.metastore.jars": "path",
@@ -125,8 +128,6 @@ def cache_state_file(cfg: TidewaterConfig) -> Path:
 
 def read_cache_state(path: Path) -> dict[str, Any]:
     """The serving cache's state file (written by ``spark_jobs.serving.cache``); {} before the first check."""
-    import json
-
     try:
         return dict(json.loads(path.read_text()))
     except (FileNotFoundError, ValueError):
@@ -151,9 +152,6 @@ def _write_properties(path: Path, conf: dict[str, str]) -> None:
 
 def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
     """spark-submit's argv, and the settings kept off it (passwords: for ``properties_file``)."""
-    from infra.jars import build_tidewater_jar
-    from infra.spark_session import session_conf
-
     conf = session_conf(cfg, "tidewater-thrift-server", role="thrift")
     conf.update(scratch_settings(scratch_folder(cfg, THRIFT_OWNER), conf["spark.driver.extraJavaOptions"]))
     conf.update(isolated_metastore_client(conf))
@@ -175,7 +173,6 @@ def command(cfg: TidewaterConfig) -> tuple[list[str], dict[str, str]]:
             "--driver-class-path", class_path, "--properties-file", str(properties_file(cfg))]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
-    from lakehouse.pipeline import available_pipelines
 
     views = [naming.table("serving", name) for name in available_pipelines()]
     argv += [str(MAIN_PROGRAM), "--state", str(cache_state_file(cfg)), "--every", str(cfg.thrift.max_staleness_seconds),
@@ -238,8 +235,6 @@ def status(cfg: TidewaterConfig) -> dict[str, object]:
 
 def cache_summary(cfg: TidewaterConfig) -> str:
     """One line on the serving cache, from the keeper's state file."""
-    from datetime import UTC, datetime
-
     if not cfg.thrift.max_staleness_seconds:
         return "off (thrift.max_staleness_seconds: 0)"
     state = read_cache_state(cache_state_file(cfg))

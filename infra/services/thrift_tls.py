@@ -19,6 +19,7 @@ user and password of ``thrift_access``) inside a TLS socket that checks the cert
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import ssl
 import subprocess
@@ -66,8 +67,6 @@ def _keytool(*args: str) -> None:
 def ensure(cfg: TidewaterConfig) -> None:
     """The password, keystore, certificate and truststore, each made once (a missing one is made again
     from the keystore; a missing keystore means a new key and certificate)."""
-    import secrets
-
     pw = password_file(cfg)
     create_once(pw, lambda: secrets.token_urlsafe(24))
     store = ["-storetype", "PKCS12", "-storepass:file", str(pw)]

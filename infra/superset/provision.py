@@ -22,6 +22,7 @@ import os
 import sys
 import time
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,8 +82,6 @@ def provision(app: Flask) -> None:
 
     say("app loaded")
     with app.app_context():
-        from importlib.metadata import version
-
         from superset import db
         from superset.commands.dashboard.importers.dispatcher import ImportDashboardsCommand
         from superset.commands.importers.v1.utils import get_contents_from_bundle

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: infra.services.thrift_tls
+from infra.services.thrift_tls import tls_transport  # noqa: E402
 
 _HOME = os.environ["SUPERSET_HOME"]
 # the Thrift server's certificate when it speaks TLS (thrift.tls; set by infra/services/superset.py)
@@ -43,8 +44,6 @@ if _THRIFT_CA:
         if uri.drivername != "hive":
             return uri, params
         from pyhive import hive
-
-        from infra.services.thrift_tls import tls_transport
 
         def connect():
             sasl = tls_transport(uri.host, uri.port, str(_THRIFT_CA), uri.username, uri.password)

@@ -16,19 +16,18 @@ from typing import Any
 from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from spark_jobs.alerts.processor import pattern_alerts
+from spark_jobs.alerts.sink import AlertSink
+from spark_jobs.alerts.topic import ensure_alerts_topic
+from spark_jobs.io.kafka_source import read_stream
+from spark_jobs.io.sink import MicroBatchSink
+from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+from spark_jobs.transforms.windows import with_watermark_dedup
 
 QUERY = "alerts"
 
 
 def start_alerts(spark: Any, cfg: TidewaterConfig, p: Pipeline, trigger: dict[str, str]) -> Any:
-    from spark_jobs.alerts.processor import pattern_alerts
-    from spark_jobs.alerts.sink import AlertSink
-    from spark_jobs.alerts.topic import ensure_alerts_topic
-    from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.io.sink import MicroBatchSink
-    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
-    from spark_jobs.transforms.windows import with_watermark_dedup
-
     contracts.ensure(spark, contracts.alerts(p))
     ensure_alerts_topic(cfg, naming.alerts_topic(p.topic))
     events = read_stream(spark, cfg, p.topic).transform(with_kafka_metadata).transform(classify(p))

@@ -4,6 +4,7 @@ same value) collapse to one record per ``alert_id``; otherwise the pipeline topi
 from __future__ import annotations
 
 from lakehouse.config import TidewaterConfig
+from spark_jobs.io.kafka_admin import topic_configs
 
 COMPACTED = {"cleanup.policy": "compact"}
 
@@ -13,8 +14,6 @@ def ensure_alerts_topic(cfg: TidewaterConfig, topic: str) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
-
-    from spark_jobs.io.kafka_admin import topic_configs
 
     admin = KafkaAdminClient(bootstrap_servers=cfg.kafka.bootstrap, request_timeout_ms=15000)
     try:

@@ -21,6 +21,7 @@ from lakehouse import naming
 from lakehouse.errors import NothingToDo, TidewaterError
 from lakehouse.pipeline import Pipeline
 from spark_jobs.analysis.whatif_report import duration_text, suggested
+from spark_jobs.transforms import watermark_whatif as ww
 
 BATCH_MODELS = ("recorded", "trigger")
 
@@ -30,8 +31,6 @@ def analyse(spark: Any, p: Pipeline, delays: list[int], target: float, batches_m
     """The whatif report of ``p`` (JSON-ready): one row per delay in ``delays`` (seconds), the suggestion.
     ``trigger_seconds``: ``spark.trigger_seconds`` (the interval of ``--batches trigger``; for sessions, which
     micro-batches followed each other without an idle trigger between them)."""
-    from spark_jobs.transforms import watermark_whatif as ww
-
     if batches_model == "trigger" and trigger_seconds <= 0:
         raise TidewaterError("whatif: spark.trigger_seconds is 0 (micro-batches back to back), so --batches trigger "
                              "has no interval to model; use --batches recorded or set spark.trigger_seconds")

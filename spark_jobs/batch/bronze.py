@@ -8,11 +8,16 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io import batch_runs
+from spark_jobs.io.delta_io import latest_version, table_version
+from spark_jobs.io.ops_reader import live_files, read_rows, table_path
+from spark_jobs.io.ops_reader import snapshot_stats as log_stats
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -22,9 +27,6 @@ def bronze_snapshot(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> t
     """Bronze's newest version and the frame of that snapshot. The version comes from the table's log
     folder (the newest commit file, as ``snapshot_stats`` reads it), not from ``DESCRIBE HISTORY``: a
     Spark job of 0.4-0.8 s per run on 2 busy cores; Spark's answer only where there is no log folder."""
-    from spark_jobs.io.delta_io import latest_version, table_version
-    from spark_jobs.io.ops_reader import table_path
-
     table = naming.table("bronze", p.name)
     version = latest_version(table_path(cfg, table))
     if version < 0:
@@ -44,10 +46,6 @@ def changes_gone(cfg: TidewaterConfig, p: Pipeline, after: int, upto: int) -> st
     a commit's log file was cleaned up, or a data file such a commit added is gone (VACUUM removes the
     files a compaction replaced once they are older than its retention). Read from the Delta log and the
     file system, so an incremental run falls back to a full one before any Spark job fails on it."""
-    from urllib.parse import unquote
-
-    from spark_jobs.io.ops_reader import table_path
-
     root = table_path(cfg, naming.table("bronze", p.name))
     missing = 0
     for version in range(after + 1, upto + 1):
@@ -69,9 +67,6 @@ def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     """Rows, latest event time and latest arrival of bronze at ``version``, from its Delta log's file
     statistics instead of a scan (exact: both columns hold whole milliseconds, which is what Delta's
     statistics keep); None when the log cannot tell."""
-    from spark_jobs.io.ops_reader import snapshot_stats as log_stats
-    from spark_jobs.io.ops_reader import table_path
-
     found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
     if found is None:
         return None
@@ -95,8 +90,6 @@ def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
     """Spark-free: NothingToDo when bronze has no live data file (or does not exist yet), read from
     its ``_delta_log``, so an empty pipeline's run ends in milliseconds, before any JVM or the job
     service is reached. A table with files goes on to ``_stage``, whose row count decides."""
-    from spark_jobs.io.ops_reader import live_files, table_path
-
     if not live_files(table_path(cfg, naming.table("bronze", p.name))):
         raise bronze_empty(p)
 
@@ -106,10 +99,6 @@ def require_bronze_change(cfg: TidewaterConfig, p: Pipeline) -> None:
     read (its log folder against ``ops.batch_runs``' files), so an hourly run of an idle pipeline ends in
     milliseconds instead of staging, auditing and recording a run of no windows. Nothing can differ: the
     new events and the cutoff both come from bronze. A commit that adds no rows (OPTIMIZE) still runs."""
-    from spark_jobs.io import batch_runs
-    from spark_jobs.io.delta_io import latest_version
-    from spark_jobs.io.ops_reader import read_rows, table_path
-
     bronze = naming.table("bronze", p.name)
     version = latest_version(table_path(cfg, bronze))
     # runs publish in staging order and each reads the newest bronze, so a published run at this version

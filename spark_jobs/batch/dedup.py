@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lakehouse.pipeline import Pipeline
+from spark_jobs.transforms.windows import dedup_history
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,8 +44,6 @@ def first_copies(p: Pipeline, history: DataFrame, max_repeated: int = MAX_REPEAT
     """One copy of every event id of ``history`` (bronze rows), by ``dedup_history``'s rule; one
     Spark job finds the repeated ids (cached until ``release``)."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.transforms.windows import dedup_history
 
     keyed = history.withColumn(ID_HASH, F.xxhash64(F.col(p.event_id)))
     repeated = (keyed.groupBy(ID_HASH).agg(F.count(F.lit(1)).alias("_copies")).where("_copies > 1")

@@ -16,6 +16,7 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version
 from spark_jobs.shared import definition_guard
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ SHAPE_ONLY = ("window.", "event_time:", "event_id:")  # changes that leave the t
 
 def require_one_definition(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, incremental: bool) -> None:
     """Refuse (one line naming the change and the command) a run the tables beside it cannot take."""
-    from lakehouse.speed_versions import active_version
-
     if incremental:
         definition_guard.require_same(cfg, naming.table("batch", p.name), p,
                                 f"recompute it with 'tidewater batch {p.name} --full'")

@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING
 from lakehouse.pipeline import Pipeline
 from lakehouse.window_kinds import kind_of
 from spark_jobs.shared.step_timer import Steps
+from spark_jobs.transforms import incremental
+from spark_jobs.transforms import incremental_fold as fold
+from spark_jobs.transforms.incremental import ts_literal
+from spark_jobs.transforms.windows import windowed_aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,9 +62,6 @@ def completed_since(p: Pipeline, snapshot: DataFrame, old_cutoff: datetime, new_
     lateness) are not read."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.transforms import incremental
-    from spark_jobs.transforms.windows import windowed_aggregate
-
     if not incremental.window_ends_between(p, old_cutoff, new_cutoff):
         return None
     since = incremental.ts_literal(old_cutoff - timedelta(seconds=p.window.size_seconds))
@@ -77,9 +78,6 @@ def folded(p: Pipeline, published: DataFrame, snapshot: DataFrame, new_events: D
            old_cutoff: datetime, new_cutoff: datetime, cached: list[DataFrame]) -> Increment:
     from pyspark.sql import functions as F
 
-    from spark_jobs.transforms import incremental_fold as fold
-    from spark_jobs.transforms.incremental import ts_literal
-
     upserts = (fold.folded_windows(p, published, new_events, firsts)
                .where(F.col("window_end") <= ts_literal(old_cutoff)))
     recent = completed_since(p, snapshot, old_cutoff, new_cutoff, cached)
@@ -92,8 +90,6 @@ def recomputed(p: Pipeline, published: DataFrame, snapshot: DataFrame, changed: 
                old_cutoff: datetime, new_cutoff: datetime, displaced: bool) -> Increment:
     """The recompute of the windows ``changed`` events touch, and the published windows it deletes:
     sessions (``incremental.stale_sessions``), or windows whose only event a new copy displaced."""
-    from spark_jobs.transforms import incremental
-
     needed = incremental.needed_events(p, snapshot, changed, old_cutoff).persist()
     history = incremental.first_copies_among(p, needed, ids_in_range_of(p, snapshot, needed))
     upserts = incremental.recompute(p, history, changed, old_cutoff, new_cutoff)
@@ -116,8 +112,6 @@ def incremental_rows(p: Pipeline, published: DataFrame, snapshot: DataFrame, new
     ``batch.<p>`` rows; ``new_events`` cached. The recompute's changed events are the new ones and the
     older copies they displace (whose windows lose them)."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.transforms import incremental_fold as fold
 
     narrowed = ids_in_range_of(p, snapshot, new_events)
     firsts = fold.first_of_each_id(p, fold.copies_of(p, new_events, narrowed)).persist()

@@ -34,10 +34,15 @@ from spark_jobs.batch.bronze import (
     changes_gone,
     snapshot_stats,
 )
+from spark_jobs.batch.dedup import first_copies
 from spark_jobs.batch.definition import require_one_definition
 from spark_jobs.batch.gate import Audit, GateAlongside
+from spark_jobs.batch.increment import incremental_rows
 from spark_jobs.io import batch_runs
+from spark_jobs.io.delta_io import commit_info, latest_version, replace_rows
+from spark_jobs.io.ops_reader import table_path
 from spark_jobs.shared.step_timer import Steps
+from spark_jobs.transforms import incremental
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,12 +68,6 @@ def compute_stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: 
     the pipeline's runs as read under the batch lock (None: not read, a full run needs none), and, for an
     incremental run given ``audit``, the gate run on its rows while they were written (``batch.gate``)."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.batch.dedup import first_copies
-    from spark_jobs.batch.increment import incremental_rows
-    from spark_jobs.io.delta_io import latest_version, replace_rows
-    from spark_jobs.io.ops_reader import table_path
-    from spark_jobs.transforms import incremental
 
     started = time.monotonic()
     steps = Steps()
@@ -138,9 +137,6 @@ def staged_counts(spark: SparkSession, cfg: TidewaterConfig, staging: str, writt
     commit's ``numOutputRows``, read from its log file (``DESCRIBE HISTORY`` is a Spark job of 0.4 s),
     else a count by ``op``."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.io.delta_io import commit_info
-    from spark_jobs.io.ops_reader import table_path
 
     rows = None
     if not has_deletes and written >= 0:

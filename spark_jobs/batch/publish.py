@@ -24,8 +24,13 @@ from lakehouse.contracts import Contract
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.run_records import BatchRun
+from lakehouse.speed_versions import active_version
 from spark_jobs.io import batch_runs
+from spark_jobs.io.delta_io import commit_info, latest_version, merge_changes, replace_rows, write_version_after
+from spark_jobs.io.ops_reader import column_bounds, table_path
 from spark_jobs.shared import definition_guard
+from spark_jobs.shared.background import Background
+from spark_jobs.shared.serving_view import add_served_columns, refresh_view, served_select
 from spark_jobs.shared.step_timer import Steps
 
 if TYPE_CHECKING:
@@ -53,9 +58,6 @@ def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
     caller staged this run under the batch lock it still holds, so staging holds its rows (not checked:
     a Spark job). Returns the version the rows' ``as_of`` names: ``numbered``, or the next one when a MERGE
     of updates only found a window gone and the run's rows were MERGEd again with an insert clause."""
-    from spark_jobs.io.delta_io import merge_changes, replace_rows
-    from spark_jobs.shared.serving_view import served_select
-
     table, staging = tables.batch.name, tables.staging.name
     of_run = f"run_id = '{run.run_id}'"
     if run.windows_written and not staged_here and spark.table(staging).where(of_run).isEmpty():  # staging holds another run's rows: publish nothing
@@ -79,8 +81,6 @@ def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
 def staged_ops(cfg: TidewaterConfig, staging: str) -> tuple[str, ...]:
     """The ``op`` values staging may hold (``contracts.STAGED_OPS``, in order), from the least and greatest in
     its files' statistics; all of them when the statistics cannot tell."""
-    from spark_jobs.io.ops_reader import column_bounds, table_path
-
     bounds = column_bounds(table_path(cfg, staging), "op")
     if bounds is None:
         return contracts.STAGED_OPS
@@ -91,9 +91,6 @@ def all_matched(cfg: TidewaterConfig, table: str, numbered: int) -> bool:
     """Whether the MERGE of updates (and deletes) that wrote ``table`` after version ``numbered - 1`` found
     a row for each of its source rows (its commit's metrics); if not, a window the run had read from the
     table is gone, and its row must be inserted."""
-    from spark_jobs.io.delta_io import commit_info, write_version_after
-    from spark_jobs.io.ops_reader import table_path
-
     path = table_path(cfg, table)
     metrics = commit_info(path, write_version_after(path, numbered - 1)).get("operationMetrics") or {}
     try:
@@ -112,11 +109,6 @@ def publish_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_i
     waits for the caller's ``staged`` record of that run, still being committed while the publish
     prepares; called before any row of the run is written (a run is in ``ops.batch_runs`` before its
     rows are published: a crash in between leaves it ``staged``, never published and unrecorded)."""
-    from spark_jobs.io.delta_io import latest_version
-    from spark_jobs.io.ops_reader import table_path
-    from spark_jobs.shared.background import Background
-    from spark_jobs.shared.serving_view import refresh_view
-
     if just_staged is not None and just_staged.run_id == run_id:
         run = just_staged.as_read()
     else:
@@ -164,11 +156,6 @@ def publish_rows(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: Ba
     """The run's rows into ``batch.<p>``, which the serving view reads: one commit (the batch lock makes
     this the only writer of its rows). Their ``as_of`` names that commit's version, numbered before it
     (``settle_as_of``). ``recorded``: called right before that commit's write (``publish_staged``)."""
-    from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import latest_version
-    from spark_jobs.io.ops_reader import table_path
-    from spark_jobs.shared.serving_view import add_served_columns
-
     if run.mode != "full" and not run.windows_written and not run.windows_deleted:
         return  # nothing to write (a MERGE of no rows makes no commit)
     speed = contracts.speed(p, active_version(cfg, p.name))
@@ -192,9 +179,6 @@ def settle_as_of(spark: SparkSession, cfg: TidewaterConfig, batch: Contract, run
     """The version the rows of ``run_id`` were written at (from the table's log files). If another commit
     came before theirs (the maintenance DAG's, say), their ``as_of`` names ``numbered``, not it:
     relabelled (one UPDATE)."""
-    from spark_jobs.io.delta_io import write_version_after
-    from spark_jobs.io.ops_reader import table_path
-
     table = batch.name
     written = write_version_after(table_path(cfg, table), numbered - 1)
     if written != numbered:

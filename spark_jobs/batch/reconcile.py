@@ -22,8 +22,13 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
 from lakehouse.run_records import BatchRun
+from lakehouse.speed_versions import active_version
 from lakehouse.window_kinds import kind_of
+from spark_jobs.io import batch_runs
+from spark_jobs.io.delta_io import add_missing_columns, merge_upsert
 from spark_jobs.shared import definition_guard
+from spark_jobs.transforms import incremental
+from spark_jobs.transforms.reconcile import ledger_rows, summarize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,8 +36,6 @@ if TYPE_CHECKING:
 
 def published_run(spark: SparkSession, p: Pipeline, run_id: str | None) -> BatchRun:
     """The published run ``run_id`` (the latest published run when None), or why there is none."""
-    from spark_jobs.io import batch_runs
-
     contracts.ensure(spark, contracts.BATCH_RUNS)
     run = batch_runs.last_published(spark, p.name) if run_id is None else batch_runs.already_published(spark, p.name, run_id)
     if run is None:
@@ -59,11 +62,6 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     returns the windows. ``run_id`` (None: the latest published run) is looked up in
     ``ops.batch_runs`` before any SQL uses it."""
     from pyspark.sql import functions as F
-
-    from lakehouse.speed_versions import active_version
-    from spark_jobs.io.delta_io import add_missing_columns, merge_upsert
-    from spark_jobs.transforms import incremental
-    from spark_jobs.transforms.reconcile import ledger_rows
 
     run = published_run(spark, p, run_id)
     run_id = run.run_id
@@ -102,7 +100,5 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
 
 
 def summary(spark: SparkSession, p: Pipeline) -> dict[str, Any]:
-    from spark_jobs.transforms.reconcile import summarize
-
     contracts.ensure(spark, contracts.RECONCILIATION)
     return summarize(spark.table(contracts.RECONCILIATION.name).where(f"pipeline = '{p.name}'"))

@@ -7,6 +7,7 @@ the query version (see ``lakehouse.naming.txn_app_id``): a new checkpoint always
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -144,8 +145,6 @@ ROW_WRITES = ("MERGE", "WRITE", "CREATE OR REPLACE TABLE AS SELECT")
 def commit_info(table: Path, version: int) -> dict[str, Any]:
     """The ``commitInfo`` action of commit ``version`` of the Delta table at ``table``, from its log file
     ({} if it has none)."""
-    import json
-
     with open(table / "_delta_log" / f"{version:020d}.json", encoding="utf-8") as log:
         for line in log:
             action = json.loads(line)

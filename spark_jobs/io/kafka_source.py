@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from lakehouse.config import TidewaterConfig
@@ -38,8 +39,6 @@ def read_stream(spark: SparkSession, cfg: TidewaterConfig, topic: str, starting_
 def read_range(spark: SparkSession, cfg: TidewaterConfig, topic: str, ranges: dict[int, tuple[int, int]]) -> DataFrame:
     """Batch read of ``topic``'s records in ``ranges`` (partition -> (first offset, end offset), the end
     excluded), with the stream's client settings."""
-    import json
-
     return (
         spark.read.format("kafka")
         .options(**CLIENT_TIMEOUTS)

@@ -22,9 +22,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.rerun import partials_written
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -150,9 +153,6 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
     ingest (and quarantine): after what bronze (quarantine) holds, ``ingest_floors``. speed: ``taken_over``,
     where the previous writer of the version's table stopped (``spark_jobs.speed.lineages.frontier``);
     without one, the table is recomputed from the start (emptied first, ``prepare_speed_table``)."""
-    from lakehouse import contracts, naming
-    from spark_jobs.io.kafka_admin import offsets
-
     saved = saved_floors_path(checkpoint)
     if not is_new(checkpoint) and saved.exists():
         return json.loads(saved.read_text()), None
@@ -176,8 +176,6 @@ def taken_over_offsets(spark: SparkSession, p: Pipeline, version: int, replayed:
     """Where a new lineage takes over a speed table from the lineage ``replayed``: after its last committed
     micro-batch, or after the one it was stopped in if that one's partials append had landed (a stop can
     interrupt a micro-batch after its write and before its commit; taking over before it would count it twice)."""
-    from spark_jobs.io.rerun import partials_written
-
     pending = uncommitted_batch(replayed)
     if pending is not None and partials_written(spark, p, version, query_id(replayed), pending):
         return batch_end_offsets(replayed, pending, topic)

@@ -15,7 +15,9 @@ from urllib.parse import unquote
 
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
+from lakehouse.contracts import STREAM_PROGRESS
 from lakehouse.errors import TidewaterError
+from lakehouse.progress_records import StreamProgress
 
 
 def table_path(cfg: TidewaterConfig, table: str) -> Path:
@@ -186,17 +188,14 @@ def _utc(value: Any) -> Any:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def latest_progress(cfg: TidewaterConfig, pipeline: str, query: str = "speed", version: int | None = None
-                    ) -> dict[str, Any]:
-    """Newest ``ops.stream_progress`` row of a pipeline's query (and version), or {} if none yet."""
-    rows = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == pipeline and r["query"] == query
-            and (version is None or r["query_version"] == version)]
-    if not rows:
-        return {}
-    last = max(rows, key=lambda r: (r["recorded_at"], r["batch_id"]))
-    return {
-        "last_batch_time": last["batch_time"], "watermark": last["watermark"],
-        "input_rows_per_second": last["input_rows_per_second"],
-        "processed_rows_per_second": last["processed_rows_per_second"],
-        "end_offsets": last["end_offsets"], "batch_id": last["batch_id"], "recorded_at": last["recorded_at"],
-    }
+def progress_rows(cfg: TidewaterConfig) -> list[StreamProgress]:
+    """Every ``ops.stream_progress`` row, typed, read without Spark."""
+    return [StreamProgress.from_row(r) for r in read_rows(cfg, STREAM_PROGRESS.name)]
+
+
+def latest_progress(cfg: TidewaterConfig, pipeline: str, query: str = "speed",
+                    version: int | None = None) -> StreamProgress | None:
+    """Newest ``ops.stream_progress`` row of a pipeline's query (and version), or None before its first batch."""
+    rows = [r for r in progress_rows(cfg) if r.pipeline == pipeline and r.query == query
+            and (version is None or r.query_version == version)]
+    return max(rows, key=lambda r: (r.recorded_at, r.batch_id)) if rows else None

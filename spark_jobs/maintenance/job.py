@@ -24,6 +24,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.speed_versions import active_version, previous_version
+from spark_jobs.speed.control import replay_running
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -157,8 +158,6 @@ def retired_checkpoints(cfg: TidewaterConfig, pipeline: str, active: int) -> lis
 
 
 def clean_checkpoints(cfg: TidewaterConfig, pipelines: list[str], dry_run: bool = False) -> list[str]:
-    from spark_jobs.speed.control import replay_running
-
     removed = []
     for pipeline in pipelines:
         active = active_version(cfg, pipeline)

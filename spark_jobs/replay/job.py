@@ -21,12 +21,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from infra.spark_session import driver_process_env
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
-from lakehouse.speed_versions import active_version, next_version, recorded_previous_version, set_active_version
+from lakehouse.speed_versions import (
+    VersionSwitch,
+    active_version,
+    next_version,
+    recorded_previous_version,
+    set_active_version,
+)
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.lineage import furthest, last_planned_offsets
 from spark_jobs.shared.background import Background
+from spark_jobs.shared.locks import exclusive, held_elsewhere, switch_lock_name
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
     LAG_POLL_SECONDS,
@@ -37,13 +47,12 @@ from spark_jobs.speed.control import (
     start_speed,
     stop_speed,
 )
+from spark_jobs.speed.lineages import version_checkpoints
 
 
 def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int]]:
     """Offsets per partition if the log still starts at offset 0 everywhere, else a TidewaterError
     (``TopicMissing`` when there is no topic at all)."""
-    from spark_jobs.io.kafka_admin import offsets
-
     require_topic(cfg, p)
     topic = p.topic
     parts = offsets(cfg, topic)
@@ -59,8 +68,6 @@ def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int
 def switch_lock(cfg: TidewaterConfig, p: Pipeline) -> Any:
     """The lock a replay or rollback holds from before its Spark start (``prepare``) to its switch. Another
     one under way: one line naming it (the lock itself, a moment later, names only its file)."""
-    from spark_jobs.shared.locks import exclusive, held_elsewhere, switch_lock_name
-
     if held_elsewhere(cfg, switch_lock_name(p.name)):
         raise TidewaterError(f"replay: a replay or rollback of {p.name} is already running; wait for it to finish "
                              f"(it prints its result), or see 'tidewater speed status {p.name}'")
@@ -73,9 +80,6 @@ def served_offsets(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     writing the table planned. A stop interrupts the micro-batch under way, possibly after its Delta
     commit and before Spark's commit log entry and its progress row (seen in CI: windows of that
     micro-batch vanished at the switch)."""
-    from spark_jobs.io.lineage import furthest, last_planned_offsets
-    from spark_jobs.speed.lineages import version_checkpoints
-
     planned = [last_planned_offsets(checkpoint, p.topic) for checkpoint in version_checkpoints(cfg, p.name, version)]
     return furthest(committed_offsets(cfg, p, "speed", version), *planned)
 
@@ -122,7 +126,7 @@ def switch(cfg: TidewaterConfig, p: Pipeline, to_version: int, from_version: int
 
 
 def replay(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
-           log: Callable[[str], None] = print, prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+           log: Callable[[str], None] = print, prepare: Callable[[], Any] = lambda: None) -> VersionSwitch:
     """Check, replay into v(N+1), wait for catch-up, switch. Returns timings and versions. ``prepare`` (the
     CLI's Spark start) runs under the switch lock: a second replay at once is refused before its own."""
     check_history(cfg, p)
@@ -138,14 +142,12 @@ def in_background(prepare: Callable[[], Any]) -> Callable[[], Any]:
     """``prepare`` (the CLI's Spark start, 10-60 s) on a thread of its own, while the replay job starts and
     catches up; returns the wait for it, which re-raises its error. The driver's process environment is set
     first, here: the jobs started meanwhile inherit it as they would after a Spark start."""
-    from infra.spark_session import driver_process_env
-
     driver_process_env()
     return Background(prepare).join
 
 
 def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int, starting_offsets: str | None,
-                        refresh: Callable[[int], Any], timeout: float, ready: Callable[[], Any]) -> dict[str, Any]:
+                        refresh: Callable[[int], Any], timeout: float, ready: Callable[[], Any]) -> VersionSwitch:
     """Run speed version ``new`` alone until it is level with ``active``, then switch to it. ``ready``
     waits for what the switch needs (``in_background``); if it fails, nothing is switched."""
     job = f"replay-{p.name}-v{new}"
@@ -183,12 +185,12 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
             start_speed(cfg, p)
         raise TidewaterError(f"replay: v{new} did not reach v{active}'s committed offsets; v{active} is still active")
     switch(cfg, p, new, active, refresh, job, restart_main=main_running or cfg.mode == "kappa")
-    return {"pipeline": p.name, "from_version": active, "to_version": new, "lag_at_switch": lag,
-            "catch_up_seconds": round(caught_up, 1), "total_seconds": round(time.monotonic() - started, 1)}
+    return VersionSwitch(p.name, from_version=active, to_version=new, lag_at_switch=lag,
+                         catch_up_seconds=round(caught_up, 1), total_seconds=round(time.monotonic() - started, 1))
 
 
 def rollback(cfg: TidewaterConfig, p: Pipeline, refresh: Callable[[int], Any], timeout: float = 3600,
-             prepare: Callable[[], Any] = lambda: None) -> dict[str, Any]:
+             prepare: Callable[[], Any] = lambda: None) -> VersionSwitch:
     """Switch back to the version that was active before the last replay switch. That version froze
     at the switch, so it first catches up like a replay (never a view on a stale table), in a new
     lineage that continues its table where its last writer stopped (``spark_jobs.speed.lineages``:

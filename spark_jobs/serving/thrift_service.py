@@ -24,6 +24,9 @@ import time
 import traceback
 from pathlib import Path
 
+from spark_jobs.serving.cache import ServingCache
+from spark_jobs.shared.background import BACKGROUND_POOL
+
 EXIT_KEEPER_FAILED = 70  # EX_SOFTWARE
 
 
@@ -52,8 +55,6 @@ def main(argv: list[str]) -> int:
     if not args.every or not args.views:
         while True:
             time.sleep(3600)
-    from spark_jobs.serving.cache import ServingCache
-    from spark_jobs.shared.background import BACKGROUND_POOL
 
     session = spark.newSession()
     security.trust(session._jsparkSession)  # the serving cache's views are changed through this session only

@@ -3,6 +3,7 @@ several driver threads side by side, so independent writes of one micro-batch ov
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -15,8 +16,6 @@ class Background:
     of the thread's Spark jobs (None: the default pool)."""
 
     def __init__(self, fn: Any, *args: Any, pool: str | None = None) -> None:
-        import threading
-
         self.error: BaseException | None = None
         self.started, self.seconds = time.monotonic(), 0.0
         self.thread = threading.Thread(target=self._run, args=(fn, pool, *args), daemon=True)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakehouse import definition
+from lakehouse import contracts, definition
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.ops_reader import table_path, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 
 def stored(cfg: TidewaterConfig, table: str) -> str | None:
     """The definition ``table`` was computed under (None: not stored, or no such table)."""
-    from spark_jobs.io.ops_reader import table_path, table_properties
-
     return table_properties(table_path(cfg, table)).get(definition.PROPERTY)
 
 
@@ -49,8 +48,6 @@ def require_same(cfg: TidewaterConfig, table: str, p: Pipeline, fix: str) -> Non
 def speed_refusal(cfg: TidewaterConfig, p: Pipeline, version: int) -> str:
     """Why speed version ``version`` of ``p`` must not run ('' when it may): its table holds windows of
     another definition. ``tidewater speed status`` shows it as the job's ``problem``."""
-    from lakehouse import contracts
-
     return refusal(cfg, contracts.storage_table(p, version), p,
                    f"rebuild the speed layer under the new one with 'tidewater replay {p.name}' "
                    f"(the windows of version {version} stay served until the switch)")

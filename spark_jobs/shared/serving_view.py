@@ -26,6 +26,8 @@ batch table version that published the row; ``<speed table> micro-batch <K>``).
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,11 @@ from infra.utc import EPOCH, sql_timestamp
 from lakehouse import contracts, naming, speed_fold
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_versions import active_version
+from spark_jobs.io.batch_runs import published_cutoff
+from spark_jobs.io.delta_io import merge_changes, table_version
+from spark_jobs.io.ops_reader import table_path
+from spark_jobs.shared import definition_guard
 from spark_jobs.shared.locks import batch_lock, reentrant, serving_view_lock_name
 
 if TYPE_CHECKING:
@@ -110,8 +117,6 @@ def delta_relation(cfg: TidewaterConfig, table: str) -> str:
     with 8 JDBC clients a third of their handler threads' samples waited on it. Tidewater's
     tables are managed tables in the warehouse (``ops_reader.table_path``): the location is known
     without ``DESCRIBE DETAIL``, which loads the table's Delta snapshot (0.3-1 s per table at publish)."""
-    from spark_jobs.io.ops_reader import table_path
-
     location = f"file:{table_path(cfg, table)}"
     return f"delta.`{location.replace('`', '``')}`"
 
@@ -125,11 +130,7 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
     """A ``batch.<p>`` from before it held ``SERVED_COLUMNS`` (they were in a copy then,
     ``serving.<p>__published``, which is no longer read): add them and fill every row, once, under the
     batch lock (``locked``: the caller holds it), so that no publish numbers its commit meanwhile."""
-    import contextlib
-
     from pyspark.sql import functions as F
-
-    from spark_jobs.io.delta_io import merge_changes, table_version
 
     table = naming.table("batch", p.name)
     key = (spark.sparkContext.applicationId, table)
@@ -152,9 +153,6 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
     and held until the view is replaced: a replay switch (its refresh and its record of the new active
     version, under the same lock) comes wholly before or after, so the view never stays on a version
     the switch froze. Returns the DDL."""
-    from lakehouse.speed_versions import active_version
-    from spark_jobs.io.batch_runs import published_cutoff
-
     lambda_mode = cfg.mode != "kappa"
     if lambda_mode:  # before the lock: a first fill of the served columns takes the batch lock
         labelled_by = speed_version or active_version(cfg, p.name)  # the fill's finality only
@@ -173,10 +171,6 @@ def one_definition(cfg: TidewaterConfig, p: Pipeline, version: int) -> bool:
     """Whether ``batch.<p>`` and speed version ``version`` hold windows of one definition: only then does
     ``serving.<p>`` merge them. Otherwise it shows the speed layer alone, as in Kappa mode, and says so
     on stderr, until both are rebuilt under one definition: the view never shows two at once."""
-    import sys
-
-    from spark_jobs.shared import definition_guard
-
     apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, version), p)
     if apart:
         print(f"serving: {naming.table('serving', p.name)} shows the speed layer only: {apart}",

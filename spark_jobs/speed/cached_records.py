@@ -10,6 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from spark_jobs.io.lineage import floor_sql
+from spark_jobs.speed import micro_batch_values as batch_values
+
 # The micro-batch's cache is read a few times and then dropped: encoding its columns compactly costs
 # more CPU than it saves. Building the cache of 500,000 parsed records took 2.85 s uncompressed against
 # 3.88 s compressed (medians of 5 interleaved rounds; reads 0.57 s against 0.68 s).
@@ -24,8 +27,6 @@ def cached_form(records: Any, batch_time: datetime) -> Any:
     that Spark's generated code does not compile in (``speed.micro_batch_values``)."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.speed import micro_batch_values as batch_values
-
     stamped = {"ingest_time": batch_values.timestamp(records.sparkSession, batch_time).alias("ingest_time"),
                "raw_value": F.when(F.col("reason_code").isNotNull(), F.col("raw_value")).alias("raw_value")}
     return records.select(*(stamped.get(c, F.col(c)) for c in records.columns if c != WATERMARK_COLUMN))
@@ -36,8 +37,6 @@ def counts(df: Any, floors: dict[str, dict[str, int] | None], late_if: Any) -> A
     ``behind`` condition; ``late_at``: the Kafka position of one), and the event-time range of valid events (``lo``: on-time only); one
     job, which fills the cache."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.io.lineage import floor_sql
 
     ingest, quarantine, speed = (F.expr(floor_sql(floors.get(role))) for role in ("ingest", "quarantine", "speed"))
     valid = F.col("reason_code").isNull()
@@ -60,8 +59,6 @@ def behind(spark: Any, wm: datetime | None, *, at_watermark: bool = False) -> An
     before it, the rule of Spark's stateful operators (``WatermarkSupport.watermarkExpression``:
     ``event_time <= watermark``), by which the session query's dedup drops late events."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.speed import micro_batch_values as batch_values
 
     if wm is None:
         return F.lit(False)

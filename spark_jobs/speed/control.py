@@ -17,6 +17,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import ServiceError, TidewaterError, TopicMissing
 from lakehouse.pipeline import Pipeline
+from lakehouse.progress_records import StreamProgress
 from lakehouse.speed_versions import active_version
 from spark_jobs.io.kafka_admin import offsets, require_log_append_time
 from spark_jobs.shared import definition_guard
@@ -109,7 +110,7 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
                            "log": str(proc.log_file),
                            "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
     last = latest_progress(cfg, p.name, version=version)
-    out.update(last, topic=p.topic, advanced_at=last_advanced(cfg, p.name, version))
+    out.update(progress_fields(last), topic=p.topic, advanced_at=last_advanced(cfg, p.name, version))
     try:
         ends = offsets(cfg, p.topic)
     except Exception as exc:  # broker down: say so instead of failing the status
@@ -121,6 +122,16 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     elif refused := definition_guard.speed_refusal(cfg, p, version):  # 'speed start' would refuse it
         out["problem"] = refused
     return out
+
+
+def progress_fields(last: StreamProgress | None) -> dict[str, Any]:
+    """What ``speed status`` shows of the newest progress row ({} before the first micro-batch)."""
+    if last is None:
+        return {}
+    return {"last_batch_time": last.batch_time, "watermark": last.watermark,
+            "input_rows_per_second": last.input_rows_per_second,
+            "processed_rows_per_second": last.processed_rows_per_second,
+            "end_offsets": last.end_offsets, "batch_id": last.batch_id, "recorded_at": last.recorded_at}
 
 
 def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
@@ -160,14 +171,15 @@ def committed_offsets(cfg: TidewaterConfig, p: Pipeline, query: str = "speed",
     from spark_jobs.io.ops_reader import latest_progress
 
     last = latest_progress(cfg, p.name, query=query, version=version)
-    if not last:
+    if last is None:
         return None
     return topic_offsets(last, p.topic)
 
 
-def topic_offsets(progress: dict[str, Any], topic: str) -> dict[str, int]:
+def topic_offsets(progress: StreamProgress | None, topic: str) -> dict[str, int]:
     """{partition: offset} of ``topic`` in a progress row's ``end_offsets`` ({} when absent)."""
-    return {str(k): int(v) for k, v in parse_offsets(progress.get("end_offsets")).get(topic, {}).items()}
+    ends = progress.end_offsets if progress is not None else None
+    return {str(k): int(v) for k, v in parse_offsets(ends).get(topic, {}).items()}
 
 
 def lag_records(cfg: TidewaterConfig, p: Pipeline, query: str = "speed", version: int | None = None) -> int | None:

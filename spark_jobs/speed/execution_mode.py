@@ -29,13 +29,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from spark_jobs.io.lineage import offset_log_entry
+
 
 def planned_records(checkpoint: Path, batch_id: int, end: dict[str, Any]) -> int | None:
     """Kafka records in micro-batch ``batch_id``, whose source offsets ``end`` the caller read from its
     offset-log entry, minus the previous entry's; None when that entry is gone (the first
     micro-batch of a checkpoint)."""
-    from spark_jobs.io.lineage import offset_log_entry
-
     if batch_id == 0 or not (checkpoint / "offsets" / str(batch_id - 1)).exists():
         return None
     _, start = offset_log_entry(checkpoint, batch_id - 1)

@@ -24,7 +24,7 @@ from lakehouse.config import TidewaterConfig, load_config
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline, load_pipeline
 from spark_jobs.speed.control import REFUSAL
-from spark_jobs.speed.queries import STREAM, start_queries, stateless
+from spark_jobs.speed.queries import ALERTS, STREAM, runs_alerts, start_queries, stateless
 from spark_jobs.speed.restart_budget import MAX_RESTARTS, RESTART_WINDOW_S, RestartBudget
 
 __all__ = ["start_queries", "run", "main"]
@@ -48,11 +48,13 @@ def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: 
 
 def query_checkpoints(cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> dict[str, tuple[int, Any]]:
     """query -> (version, checkpoint folder) of the queries ``which`` whose progress the listener
-    records (the stateless ``stream`` query writes its own rows, with its data)."""
+    records (the stateless ``stream`` query writes its own rows, with its data), and of the alerts
+    query where this job runs it (its lineage is unversioned: recorded as ``INGEST_VERSION``)."""
+    alerts = {ALERTS: (INGEST_VERSION, naming.alerts_checkpoint(cfg, p.name))} if runs_alerts(p, which) else {}
     if stateless(p):
-        return {}
-    versions = {q: INGEST_VERSION if q == "ingest" else version for q in which}
-    return {q: (v, naming.checkpoint_dir(cfg, p.name, q, v)) for q, v in versions.items()}
+        return alerts
+    versions = {q: INGEST_VERSION if q == "ingest" else version for q in which if q != ALERTS}
+    return {**{q: (v, naming.checkpoint_dir(cfg, p.name, q, v)) for q, v in versions.items()}, **alerts}
 
 
 def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list[str]) -> list[Any]:

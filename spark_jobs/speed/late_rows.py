@@ -32,6 +32,10 @@ from typing import Any
 from lakehouse import contracts
 from lakehouse.pipeline import Pipeline
 from lakehouse.window_kinds import kind_of
+from spark_jobs.io.delta_io import tagged_append
+from spark_jobs.io.lineage import floor_sql
+from spark_jobs.speed import micro_batch_values as batch_values
+from spark_jobs.transforms.parse import valid_events
 
 
 def late_events(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_id: int, version: int,
@@ -40,9 +44,6 @@ def late_events(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_
     session query's rule: ``speed.session_late``), one row per window each missed, in the ``late.<p>``
     contract's columns."""
     from pyspark.sql import functions as F
-
-    from spark_jobs.speed import micro_batch_values as batch_values
-    from spark_jobs.transforms.parse import valid_events
 
     spark = records.sparkSession
     watermark = batch_values.timestamp(spark, wm)
@@ -60,8 +61,6 @@ def late_events(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_
 def append(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_id: int, version: int,
            lineage: str) -> None:
     """One tagged append of the micro-batch's late events (the caller knows there are some)."""
-    from spark_jobs.io.delta_io import tagged_append
-
     rows = late_events(records, p, late_if, wm, batch_id=batch_id, version=version, lineage=lineage)
     tagged_append(rows, contracts.late(p).name, f"{lineage}/{batch_id}")
 
@@ -69,6 +68,4 @@ def append(records: Any, p: Pipeline, late_if: Any, wm: datetime, *, batch_id: i
 def forget_from(spark: Any, p: Pipeline, version: int, floors: dict[str, int] | None) -> None:
     """Delete the version's late rows that a new lineage reads again: at or after its floors
     (partition -> first offset), or all of them when it starts from the beginning (no floors)."""
-    from spark_jobs.io.lineage import floor_sql
-
     spark.sql(f"DELETE FROM {contracts.late(p).name} WHERE speed_version = {int(version)} AND {floor_sql(floors)}")

@@ -32,7 +32,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lakehouse import contracts, naming
 from lakehouse.run_records import BatchRun
+from spark_jobs.io import batch_runs
+from spark_jobs.io.delta_io import table_log_dir
+from spark_jobs.shared.background import BACKGROUND_POOL, Background
 
 CLEAN_EVERY = 100
 KEEP_SECONDS = 600
@@ -59,8 +63,6 @@ def log_files(log_dir: Any) -> int:
 def clean_expired(spark: Any, table: str, keep_after: datetime) -> tuple[int, int]:
     """Delete ``table``'s log files older than ``keep_after`` (to the minute) that Delta's rules let go;
     returns the log files before and after."""
-    from spark_jobs.io.delta_io import table_log_dir
-
     log_dir = table_log_dir(spark, table)
     if log_dir is None:
         return 0, 0
@@ -83,8 +85,6 @@ def protected_bronze_version(runs: list[BatchRun]) -> int | None:
     """The oldest bronze version the batch layer will still read: the latest published run's (the next
     incremental run's Change Data Feed starts after it, its reconciliation reads it), else the oldest
     staged or validated (not yet published) run's; None when no run needs one (pure)."""
-    from spark_jobs.io import batch_runs
-
     latest = batch_runs.latest_published(runs)
     if latest is not None:
         return int(latest.bronze_version)
@@ -104,10 +104,6 @@ def bronze_cutoff(spark: Any, pipeline: str, mode: str, now: datetime) -> dateti
     """``bronze_keep_after`` for the pipeline, anchored at the checkpoint the protected version is read
     from; None when bronze must not be cleaned (no checkpoint at or before that version: only the
     whole log rebuilds it)."""
-    from lakehouse import naming
-    from spark_jobs.io import batch_runs
-    from spark_jobs.io.delta_io import table_log_dir
-
     if mode == "kappa":
         return bronze_keep_after(now, mode, None)
     runs = batch_runs.runs(spark, pipeline) if spark.catalog.tableExists(batch_runs.TABLE) else []
@@ -125,8 +121,6 @@ def stream_tables(pipeline: str, roles: list[str], own: str | None) -> list[str]
     """The tables one streaming query commits to, whose logs its cleanup runs cover (pure): ``own``
     (the partials table of a stateless stream, the speed table of a session pipeline's speed query)
     with ``ops.stream_progress``, and with the ingest role quarantine and bronze."""
-    from lakehouse import contracts, naming
-
     tables = [own, contracts.STREAM_PROGRESS.name] if own is not None else []
     if "ingest" in roles:
         tables += [naming.table("quarantine", pipeline), naming.table("bronze", pipeline)]
@@ -143,15 +137,11 @@ class LogCleanup:
         self.run: Any = None
 
     def maybe_start(self, batch_id: int) -> None:
-        from spark_jobs.shared.background import BACKGROUND_POOL, Background
-
         if not due(batch_id) or (self.run is not None and self.run.thread.is_alive()):
             return
         self.run = Background(self.clean, pool=BACKGROUND_POOL)
 
     def clean(self) -> None:
-        from lakehouse import naming
-
         now = datetime.now(UTC)
         bronze = naming.table("bronze", self.pipeline)
         try:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from infra.py4j_lookups import jvm_class
+
 
 def timestamp(spark: Any, at: datetime) -> Any:
     """``at`` (to the millisecond; timezone-aware, since a naive datetime would be read in the host's
@@ -42,8 +44,6 @@ def _millis(spark: Any, ms: int) -> Any:
     """A TIMESTAMP column of ``ms`` milliseconds after the epoch, held in a ``CurrentBatchTimestamp``."""
     from pyspark.sql import Column
 
-    from infra.py4j_lookups import jvm_class
-
     data_type = getattr(jvm_class(spark, "org.apache.spark.sql.types.TimestampType$"), "MODULE$")
     expression = jvm_class(spark, "org.apache.spark.sql.catalyst.expressions.CurrentBatchTimestamp")(
         ms, data_type, jvm_class(spark, "scala.Some")("UTC"))
@@ -52,6 +52,4 @@ def _millis(spark: Any, ms: int) -> Any:
 
 def compilations(spark: Any) -> int:
     """Classes the JVM's Spark has compiled from generated code so far (Spark's codegen metrics)."""
-    from infra.py4j_lookups import jvm_class
-
     return int(jvm_class(spark, "org.apache.spark.metrics.source.CodegenMetrics").METRIC_COMPILATION_TIME().getCount())

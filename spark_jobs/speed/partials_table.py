@@ -19,9 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lakehouse import contracts
 from lakehouse.pipeline import Pipeline
 from lakehouse.speed_fold import COMPACTED_SLOT, fold_sql, slot_of
+from spark_jobs.io.delta_io import tagged_append
 from spark_jobs.shared.background import Inflight
+from spark_jobs.speed import micro_batch_values as batch_values
 
 _compactions: dict[str, Inflight] = {}  # per partials table: its compaction under way in this process
 
@@ -39,9 +42,6 @@ def drain_compactions() -> None:
 def _rows(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> Any:
     from pyspark.sql import functions as F
 
-    from lakehouse import contracts
-    from spark_jobs.speed import micro_batch_values as batch_values
-
     spark = partials.sparkSession
     # the micro-batch's own values outside the generated code (io.batch_values); the slot, a partition
     # value, stays a literal: it changes once per block and its few values repeat (Spark's code cache)
@@ -53,9 +53,6 @@ def _rows(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int,
 
 
 def append(partials: Any, p: Pipeline, version: int, lineage: str, batch_id: int, watermark: datetime) -> None:
-    from lakehouse import contracts
-    from spark_jobs.io.delta_io import tagged_append
-
     tagged_append(_rows(partials, p, version, lineage, batch_id, watermark), contracts.speed_partials(p, version).name,
                   f"{lineage}/{batch_id}")
 

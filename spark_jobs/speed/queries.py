@@ -18,23 +18,26 @@ from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 from lakehouse.window_kinds import kind_of
+from spark_jobs.alerts.query import start_alerts
+from spark_jobs.io import lineage
+from spark_jobs.io.kafka_source import read_stream
 from spark_jobs.io.sink import MicroBatchSink
 from spark_jobs.shared import definition_guard
 from spark_jobs.speed import lineages as speed_lineages
+from spark_jobs.speed.cached_records import WATERMARK_COLUMN
+from spark_jobs.speed.open_sessions import open_sessions, require_open_session_state
+from spark_jobs.speed.session_sink import SessionMerge
+from spark_jobs.speed.sinks import ingest_writer
+from spark_jobs.speed.stream_batch import StreamBatch
+from spark_jobs.speed.stream_warm_up import warm_up
+from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
+from spark_jobs.transforms.windows import with_watermark_dedup
 
 INGEST_VERSION = naming.INGEST_VERSION
 
 
 def start_queries(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
                   starting_offsets: str | None = None) -> dict[str, Any]:
-    from spark_jobs.io import lineage
-    from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.speed.open_sessions import open_sessions, require_open_session_state
-    from spark_jobs.speed.session_sink import SessionMerge
-    from spark_jobs.speed.sinks import ingest_writer
-    from spark_jobs.transforms.parse import classify, valid_events, with_kafka_metadata
-    from spark_jobs.transforms.windows import with_watermark_dedup
-
     contracts.ensure(spark, contracts.bronze(p), contracts.quarantine(p), contracts.speed(p, version),
                      contracts.late(p), contracts.STREAM_PROGRESS)
     definition_guard.require_speed_same(cfg, p, version)
@@ -84,11 +87,15 @@ def alerts_query(spark: Any, cfg: TidewaterConfig, p: Pipeline, which: list[str]
                  trigger: dict[str, str]) -> Callable[[], dict[str, Any]]:
     """What starts {"alerts": query} when ``p`` declares alerts and ``which`` asks for them (``alerts``, or
     the ``ingest`` role of the main job while its alerts query does not run yet); else {}."""
-    from spark_jobs.alerts.query import start_alerts
-
     running = any(q.name == f"{p.name}_{ALERTS}" for q in spark.streams.active)
-    wanted = p.alerts and (ALERTS in which or ("ingest" in which and not running))
+    wanted = runs_alerts(p, which) and (ALERTS in which or not running)
     return lambda: {ALERTS: start_alerts(spark, cfg, p, trigger)} if wanted else {}
+
+
+def runs_alerts(p: Pipeline, which: list[str]) -> bool:
+    """Whether a job running the queries ``which`` runs ``p``'s alerts query: the main job (its ``ingest``
+    role) or an explicit ``alerts``, never a replay."""
+    return bool(p.alerts) and (ALERTS in which or "ingest" in which)
 
 
 def stateless(p: Pipeline) -> bool:
@@ -101,13 +108,6 @@ def stateless(p: Pipeline) -> bool:
 def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str],
                  starting_offsets: str | None, trigger: dict[str, str]) -> Any:
     from pyspark.sql import functions as F
-
-    from spark_jobs.io import lineage
-    from spark_jobs.io.kafka_source import read_stream
-    from spark_jobs.speed.cached_records import WATERMARK_COLUMN
-    from spark_jobs.speed.stream_batch import StreamBatch
-    from spark_jobs.speed.stream_warm_up import warm_up
-    from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
     roles: list[str] = [r for r in ("ingest", "speed") if r in which]
     checkpoint, previous = speed_lineages.choose(cfg, p, STREAM if "ingest" in roles else "speed", version)
@@ -130,8 +130,6 @@ def start_stream(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, wh
 
 
 def new_speed_lineage(spark: Any, table: str, checkpoint: Any, starting_offsets: str) -> None:
-    from spark_jobs.io import lineage
-
     if lineage.is_new(checkpoint) and lineage.prepare_speed_table(spark, table, starting_offsets):
         print(f"speed: new speed lineage at {checkpoint}: emptied {table}, recomputing it from the "
               "earliest offsets", file=sys.stderr, flush=True)

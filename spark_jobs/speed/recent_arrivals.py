@@ -23,10 +23,12 @@ writers added before the load), and every future micro-batch's horizon starts at
 from __future__ import annotations
 
 from datetime import datetime
+from functools import reduce
 from typing import Any
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.speed import micro_batch_values as batch_values
 from spark_jobs.transforms.partials import ARRIVAL
 
 MERGE_AT = 16  # chunks before the survivors are folded into one
@@ -43,11 +45,7 @@ class RecentArrivals:
 
     def history(self, since: datetime) -> Any:
         """Arrival facts of the valid events with ``event_time >= since``, hash-partitioned by event id."""
-        from functools import reduce
-
         from pyspark.sql import functions as F
-
-        from spark_jobs.speed import micro_batch_values as batch_values
 
         if not self.chunks or self.since is None or since < self.since:
             bronze = self.spark.table(naming.table("bronze", self.p.name)).where(

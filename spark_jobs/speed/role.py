@@ -19,8 +19,14 @@ from typing import Any
 from infra.utc import as_utc
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from lakehouse.speed_fold import COMPACT_EVERY, slot_of
 from spark_jobs.shared.step_timer import Steps
+from spark_jobs.speed import partials_table
+from spark_jobs.speed.cached_records import behind
+from spark_jobs.speed.partials_table import compact, compactions
 from spark_jobs.speed.recent_arrivals import RecentArrivals
+from spark_jobs.transforms.parse import valid_events
+from spark_jobs.transforms.partials import earliest_copies, first_copies, partial_aggregate
 
 
 class SpeedRole:
@@ -30,8 +36,6 @@ class SpeedRole:
 
     def late(self, wm: datetime | None) -> Any:
         """True for an event behind the watermark ``wm`` (``cached_records.behind``)."""
-        from spark_jobs.speed.cached_records import behind
-
         return behind(self.spark, wm)
 
     def append(self, records: Any, wm: datetime | None, lo_seen: Any, hi_seen: Any, *, lineage: str,
@@ -39,8 +43,6 @@ class SpeedRole:
         """Append the micro-batch's on-time first copies, as per-window partials, to the partials table,
         tagged ``lineage``/``batch_id`` (``write`` False: a re-run found that append committed already;
         the dedup history still takes the micro-batch)."""
-        from spark_jobs.speed import partials_table
-
         lo: datetime | None = as_utc(lo_seen) if lo_seen is not None else None
         hi: datetime | None = as_utc(hi_seen) if hi_seen is not None else None
         delay = timedelta(seconds=self.p.watermark_seconds)
@@ -62,8 +64,6 @@ class SpeedRole:
     def keyed_events(self, records: Any) -> Any:
         """The micro-batch's valid events, hash-partitioned by event id and sorted by id and arrival
         (``RecentArrivals.keyed``): what ``partials`` reads and the dedup history keeps."""
-        from spark_jobs.transforms.parse import valid_events
-
         return self.arrivals.keyed(valid_events(records))
 
     def partials(self, keyed: Any, wm: datetime | None, lo: datetime) -> Any:
@@ -71,8 +71,6 @@ class SpeedRole:
         ``keyed_events``; ``lo``: its earliest on-time event; the dedup history reaches back one
         watermark delay before it). The first copy of each id within the micro-batch, then only those
         without an earlier copy in the history: no shuffle or sort of the micro-batch beyond ``keyed``."""
-        from spark_jobs.transforms.partials import earliest_copies, first_copies, partial_aggregate
-
         on_time = keyed.where(~self.late(wm)).transform(earliest_copies(self.p))
         history = self.arrivals.history(lo - timedelta(seconds=self.p.watermark_seconds))
         return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
@@ -82,9 +80,6 @@ class SpeedRole:
         runs left in its slot) on a thread of its own while the next block runs; a failed compaction
         fails a later micro-batch (fail closed). One still running at the next block's end makes that
         block wait for the compaction of its slot two blocks later."""
-        from lakehouse.speed_fold import COMPACT_EVERY, slot_of
-        from spark_jobs.speed.partials_table import compact, compactions
-
         table = naming.speed_partials_table(self.p.name, self.version)
         runs = compactions(table)
         if runs.busy():

@@ -29,16 +29,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.delta_io import tagged_append
+from spark_jobs.io.kafka_source import read_range
+from spark_jobs.io.lineage import offset_log_entry, query_id, uncommitted_batch
+from spark_jobs.speed import late_rows
+from spark_jobs.speed import micro_batch_values as batch_values
+from spark_jobs.speed.cached_records import behind
+from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
 
 def late_event_watermark(checkpoint: Path, batch_id: int) -> datetime | None:
     """The watermark by which the session query drops late events in micro-batch ``batch_id``: the
     previous offset-log entry's (None: the first micro-batch, or no watermark yet)."""
-    from spark_jobs.io.lineage import offset_log_entry
-
     if batch_id == 0:
         return None
     meta, _ = offset_log_entry(checkpoint, batch_id - 1)
@@ -50,8 +56,6 @@ def batch_ranges(checkpoint: Path, batch_id: int, topic: str) -> dict[int, tuple
     """Partition -> (first offset, end offset) of the Kafka records micro-batch ``batch_id`` (>= 1) read:
     from the previous offset-log entry to its own (a partition new in it starts at 0). Every partition of
     the topic, also those without records: a Kafka read of a subscribed topic must name them all."""
-    from spark_jobs.io.lineage import offset_log_entry
-
     _, start = offset_log_entry(checkpoint, batch_id - 1)
     _, end = offset_log_entry(checkpoint, batch_id)
     before = start.get(topic, {})
@@ -73,17 +77,12 @@ class SessionLate:
     """Per micro-batch of a session pipeline's ``speed`` query: its late events -> ``late.<p>``."""
 
     def __init__(self, spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, checkpoint: Path) -> None:
-        from spark_jobs.io.lineage import uncommitted_batch
-
         self.spark, self.cfg, self.p, self.version, self.checkpoint = spark, cfg, p, version, checkpoint
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
 
     def __call__(self, batch_id: int) -> int:
         """Append micro-batch ``batch_id``'s late events (once); returns how many it appended."""
-        from spark_jobs.io.lineage import query_id
-        from spark_jobs.speed import late_rows
-
         self.qid = self.qid or query_id(self.checkpoint)
         if batch_id == 0:
             late_rows.forget_from(self.spark, self.p, self.version, initial_offsets(self.checkpoint, self.p.topic))
@@ -97,22 +96,11 @@ class SessionLate:
 
     def written(self, batch_id: int) -> bool:
         """Whether ``late.<p>`` holds rows of this lineage's micro-batch ``batch_id`` (one commit: all of them)."""
-        from lakehouse import contracts
-
         return bool(self.spark.sql(
             f"SELECT 1 FROM {contracts.late(self.p).name} WHERE speed_version = {int(self.version)} AND "
             f"lineage = '{self.qid}' AND batch_id = {int(batch_id)} LIMIT 1").collect())
 
     def append(self, batch_id: int, wm: datetime, ranges: dict[int, tuple[int, int]]) -> int:
-        from lakehouse import contracts
-        from spark_jobs.io.delta_io import tagged_append
-        from spark_jobs.io.kafka_source import read_range
-        from spark_jobs.io.lineage import offset_log_entry
-        from spark_jobs.speed import late_rows
-        from spark_jobs.speed import micro_batch_values as batch_values
-        from spark_jobs.speed.cached_records import behind
-        from spark_jobs.transforms.parse import classify, with_kafka_metadata
-
         meta, _ = offset_log_entry(self.checkpoint, batch_id)
         batch_time = batch_values.timestamp(self.spark, datetime.fromtimestamp(int(meta["batchTimestampMs"]) / 1000, UTC))
         records = with_kafka_metadata(read_range(self.spark, self.cfg, self.p.topic, ranges), batch_time).transform(

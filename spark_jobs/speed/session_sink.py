@@ -22,6 +22,8 @@ from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
 from spark_jobs.io.delta_io import key_condition
+from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
+from spark_jobs.speed.session_late import SessionLate
 
 
 class SessionMerge:
@@ -29,9 +31,6 @@ class SessionMerge:
 
     def __init__(self, spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, table: str,
                  checkpoint: Path) -> None:
-        from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
-        from spark_jobs.speed.session_late import SessionLate
-
         self.spark, self.p, self.table = spark, p, table
         self.late = SessionLate(spark, cfg, p, version, checkpoint)
         tables = [*stream_tables(p.name, ["speed"], table), contracts.late(p).name]

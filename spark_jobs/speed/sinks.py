@@ -15,16 +15,16 @@ from typing import Any
 
 from lakehouse import naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io import lineage
+from spark_jobs.io.delta_io import idempotent_append
 from spark_jobs.io.sink import MicroBatchSink
+from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
+from spark_jobs.transforms.parse import quarantined, valid_events
 
 
 def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int] | None], mode: str) -> MicroBatchSink:
     """foreachBatch sink of the ``ingest`` query: quarantine, then bronze, each exactly once from its
     floor (``lineage.ingest_floors``: the order is what a new lineage's floors rely on)."""
-    from spark_jobs.io import lineage
-    from spark_jobs.io.delta_io import idempotent_append
-    from spark_jobs.transforms.parse import quarantined, valid_events
-
     apps: dict[str, str] = {}
     cleanups: list[Any] = []
 
@@ -32,7 +32,6 @@ def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int
         from pyspark.sql import functions as F
 
         if not apps:  # the checkpoint's metadata exists once the query runs
-            from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
 
             cleanups.append(LogCleanup(df.sparkSession, p.name, stream_tables(p.name, ["ingest"], None), mode))
             qid = lineage.query_id(checkpoint)

@@ -28,27 +28,34 @@ lineage skip what a role's table already holds (``spark_jobs.io.lineage``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lakehouse import naming
+from lakehouse import contracts, naming
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io import lineage
+from spark_jobs.io.delta_io import tagged_append
+from spark_jobs.io.lineage import from_floor, uncommitted_batch
+from spark_jobs.io.progress_recorder import recovered_row
+from spark_jobs.io.rerun import committed_writes
 from spark_jobs.shared.background import Background
 from spark_jobs.shared.step_timer import Steps
+from spark_jobs.speed import execution_mode, late_rows
+from spark_jobs.speed.cached_records import CACHE_CONF, cached_form, counts
+from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
+from spark_jobs.speed.micro_batch_values import compilations
 from spark_jobs.speed.role import SpeedRole
 from spark_jobs.speed.stream_progress_rows import ProgressRows
+from spark_jobs.transforms.parse import quarantined, valid_events
 
 
 class StreamBatch:
     def __init__(self, spark: Any, p: Pipeline, version: int, checkpoint: Path, roles: list[str],
                  floors: dict[str, dict[str, int] | None], mode: str, interpreted_max_records: int) -> None:
-        from lakehouse import contracts
-        from spark_jobs.speed.log_cleanup import LogCleanup, stream_tables
-
         self.spark, self.p, self.version, self.checkpoint = spark, p, version, checkpoint
-        from spark_jobs.speed.cached_records import CACHE_CONF
 
         # before the query starts (it runs on a copy of the session's conf): see CACHE_CONF
         for key, value in CACHE_CONF.items():
@@ -57,7 +64,6 @@ class StreamBatch:
         self.interpreted_max_records = interpreted_max_records  # spark.interpreted_max_records
         self.qid = ""  # the checkpoint's query id: this lineage (read once the query runs)
         self.done: set[str] | None = None  # None until the query's first micro-batch ran
-        from spark_jobs.io.lineage import uncommitted_batch
 
         self.rerun_of = uncommitted_batch(checkpoint)  # read before the query starts
         self.speed_role = SpeedRole(spark, p, version)
@@ -72,8 +78,6 @@ class StreamBatch:
     def compiled_since(self) -> int:
         """Classes Spark compiled from generated code since the previous micro-batch's line (0 once the
         micro-batch's plans are cached: ``speed.micro_batch_values``)."""
-        from spark_jobs.speed.micro_batch_values import compilations
-
         now = compilations(self.spark)
         since, self.compiled = now - self.compiled, now
         return since
@@ -82,12 +86,6 @@ class StreamBatch:
         return f"{self.qid}/{batch_id}"
 
     def __call__(self, df: Any, batch_id: int) -> None:
-
-        from spark_jobs.io import lineage
-        from spark_jobs.io.lineage import from_floor
-        from spark_jobs.speed import execution_mode
-        from spark_jobs.speed.cached_records import cached_form
-
         started = time.monotonic()
         self.steps = Steps()
         meta, end = lineage.offset_log_entry(self.checkpoint, batch_id)
@@ -101,7 +99,6 @@ class StreamBatch:
             stats = self.stats(df, wm)  # one job: fills the cache and answers every count below
             self.steps.done("parse")
             if self.done is None:  # the query's first micro-batch: a re-run if it was planned before
-                from spark_jobs.io.rerun import committed_writes
 
                 self.qid = lineage.query_id(self.checkpoint)
                 self.done = set()
@@ -138,8 +135,6 @@ class StreamBatch:
         """The micro-batch's late events -> ``late.<p>`` (``speed.late_rows``), BEFORE its partials: a
         new lineage takes over after a micro-batch whose partials landed, so its late rows are there
         too. A lineage's first micro-batch first deletes the version's rows that it reads again."""
-        from spark_jobs.speed import late_rows
-
         if batch_id == 0:
             late_rows.forget_from(self.spark, self.p, self.version, self.floors.get("speed"))
             self.steps.done("late rows of an earlier lineage forgotten")
@@ -151,18 +146,12 @@ class StreamBatch:
     def stats(self, df: Any, wm: datetime | None) -> Any:
         """Per role (its floor applied): records, unusable records, late events, and the event-time
         range of valid events (``cached_records.counts``)."""
-        from spark_jobs.speed.cached_records import counts
-
         return counts(df, self.floors, self.speed_role.late(wm))
 
     def ingest(self, records: Any, batch_id: int, bad: int) -> None:
         """Unusable records -> quarantine, THEN valid events -> bronze (run beside the speed role).
         The order is what a new lineage's floors rely on (``lineage.ingest_floors``)."""
         from pyspark.sql import functions as F
-
-        from spark_jobs.io.delta_io import tagged_append
-        from spark_jobs.io.lineage import from_floor
-        from spark_jobs.transforms.parse import quarantined, valid_events
 
         done = self.done or set()
         if bad and "quarantine" not in done:  # an empty append would still cost a commit
@@ -176,16 +165,14 @@ class StreamBatch:
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:
         """This micro-batch's ``ops.stream_progress`` rows, exactly once like the data
         (``speed.stream_progress_rows``: appended while the next micro-batch runs)."""
-        from spark_jobs.io.progress_recorder import recovered_row
-
         if not rows or "ops" in (self.done or set()):
             return
         seconds = time.monotonic() - started
         out = []
         for query, (version, n, late) in rows.items():
             row = recovered_row(self.p.name, query, version, batch_id, meta, end, None)
-            row.update(run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
-                       processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
-                       watermark=wm, state_rows=0, rows_dropped_by_watermark=late)
-            out.append(row)
+            out.append(dataclasses.replace(
+                row, run_id=self.qid, input_rows=n, batch_duration_ms=int(seconds * 1000),
+                processed_rows_per_second=n / seconds if seconds > 0 else 0.0, input_rows_per_second=None,
+                watermark=wm, state_rows=0, rows_dropped_by_watermark=late))
         self.progress.submit(self.tag(batch_id), batch_id, out)

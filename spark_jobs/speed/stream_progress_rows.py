@@ -23,16 +23,15 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from lakehouse import contracts
+from lakehouse.progress_records import StreamProgress
 from spark_jobs.shared.background import Inflight
 
 APPEND_ATTEMPTS = 3
 _inflight = Inflight()  # appends under way in this process (every StreamBatch)
-TIMESTAMPS = {c for c, t in contracts.STREAM_PROGRESS.columns if t == "timestamp"}
 
 
 def drain() -> None:
@@ -44,16 +43,13 @@ def pending_dir(checkpoint: Path) -> Path:
     return checkpoint.with_name(f"{checkpoint.name}.ops-pending")
 
 
-def encode(tag: str, rows: list[dict[str, Any]]) -> str:
-    return json.dumps({"tag": tag, "rows": [{k: v.isoformat() if isinstance(v, datetime) else v
-                                               for k, v in r.items()} for r in rows]})
+def encode(tag: str, rows: list[StreamProgress]) -> str:
+    return json.dumps({"tag": tag, "rows": [r.to_json() for r in rows]})
 
 
-def decode(text: str) -> tuple[str, list[dict[str, Any]]]:
+def decode(text: str) -> tuple[str, list[StreamProgress]]:
     data = json.loads(text)
-    rows = [{k: datetime.fromisoformat(v).astimezone(UTC) if k in TIMESTAMPS and v else v for k, v in r.items()}
-            for r in data["rows"]]
-    return str(data["tag"]), rows
+    return str(data["tag"]), [StreamProgress.from_json(r) for r in data["rows"]]
 
 
 def append_with_retries(append: Any, written: Any, tag: str, attempts: int = APPEND_ATTEMPTS,
@@ -79,7 +75,7 @@ class ProgressRows:
     def __init__(self, spark: Any, checkpoint: Path) -> None:
         self.spark, self.folder = spark, pending_dir(checkpoint)
 
-    def submit(self, tag: str, batch_id: int, rows: list[dict[str, Any]]) -> None:
+    def submit(self, tag: str, batch_id: int, rows: list[StreamProgress]) -> None:
         drain()
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{batch_id:020d}.json"
@@ -88,7 +84,7 @@ class ProgressRows:
         os.replace(scratch, path)
         _inflight.start(self.append, tag, rows, path)
 
-    def append(self, tag: str, rows: list[dict[str, Any]], path: Path) -> None:
+    def append(self, tag: str, rows: list[StreamProgress], path: Path) -> None:
         """One tagged append (``append_with_retries``): a failure that stayed would surface only at the
         next micro-batch, and a stream that receives nothing more has none (its readers would see its
         last micro-batch's offsets as lag until then)."""
@@ -97,11 +93,11 @@ class ProgressRows:
         from spark_jobs.io.rerun import progress_written
 
         schema = contracts.STREAM_PROGRESS.schema
-        values = [[r[c] for c in contracts.STREAM_PROGRESS.column_names] for r in rows]
+        values = [list(r.row()) for r in rows]
         first = rows[0]
         append_with_retries(
             lambda: tagged_append(local_frame(self.spark, values, schema), contracts.STREAM_PROGRESS.name, tag),
-            lambda: progress_written(self.spark, first["pipeline"], first["run_id"], int(first["batch_id"])), tag)
+            lambda: progress_written(self.spark, first.pipeline, first.run_id, first.batch_id), tag)
         path.unlink(missing_ok=True)
 
     def recover(self) -> int:
@@ -113,7 +109,7 @@ class ProgressRows:
         for path in sorted(self.folder.glob("*.json")) if self.folder.exists() else []:
             tag, rows = decode(path.read_text())
             first = rows[0]
-            if progress_written(self.spark, first["pipeline"], first["run_id"], int(first["batch_id"])):
+            if progress_written(self.spark, first.pipeline, first.run_id, first.batch_id):
                 path.unlink()
                 continue
             self.append(tag, rows, path)

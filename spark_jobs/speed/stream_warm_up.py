@@ -25,18 +25,23 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from lakehouse import naming
+from infra.utc import as_utc
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
+from spark_jobs.io.delta_io import table_log_dir
+from spark_jobs.io.kafka_admin import offsets
+from spark_jobs.io.kafka_source import read_range
+from spark_jobs.io.lineage import committed_batches, offset_log_entry
+from spark_jobs.speed import execution_mode
+from spark_jobs.speed.cached_records import WATERMARK_COLUMN, cached_form
+from spark_jobs.speed.partials_table import write_scratch
+from spark_jobs.transforms.parse import classify, with_kafka_metadata
 
 RECORDS_PER_PARTITION = 500
 
 
 def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
     """``sink``: the query's ``StreamBatch``; ``schema``: the schema of the records it is given."""
-    from spark_jobs.io.lineage import committed_batches, offset_log_entry
-    from spark_jobs.speed.cached_records import WATERMARK_COLUMN
-    from spark_jobs.speed.partials_table import write_scratch
-
     if "speed" not in sink.roles:
         return
     spark, checkpoint = sink.spark, sink.checkpoint
@@ -63,9 +68,6 @@ def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
 def resolve_append_locations(sink: Any) -> None:
     """The tables the micro-batches append to, located now rather than in the first micro-batch
     (``delta_io.tagged_append`` writes by location, looked up once per process)."""
-    from lakehouse import contracts
-    from spark_jobs.io.delta_io import table_log_dir
-
     tables = [contracts.speed_partials(sink.p, sink.version).name, contracts.STREAM_PROGRESS.name]
     if "ingest" in sink.roles:
         tables += [naming.table("bronze", sink.p.name), naming.table("quarantine", sink.p.name)]
@@ -75,11 +77,6 @@ def resolve_append_locations(sink: Any) -> None:
 
 def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -> list[float]:
     """``spark.warm_up_record_rounds`` rounds of a level micro-batch's work on the topic's latest records."""
-    from infra.utc import as_utc
-    from spark_jobs.speed import execution_mode
-    from spark_jobs.speed.cached_records import cached_form
-    from spark_jobs.speed.partials_table import write_scratch
-
     records, count = latest_records(sink.spark, cfg, sink.p)
     if records is None:
         return []
@@ -101,10 +98,6 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
 def latest_records(spark: Any, cfg: TidewaterConfig, p: Any) -> tuple[Any, int]:
     """The topic's last ``RECORDS_PER_PARTITION`` records per partition, parsed and classified as the
     stream's micro-batches are (None when the topic is empty), and how many."""
-    from spark_jobs.io.kafka_admin import offsets
-    from spark_jobs.io.kafka_source import read_range
-    from spark_jobs.transforms.parse import classify, with_kafka_metadata
-
     ranges = {part: (max(first, end - RECORDS_PER_PARTITION), end) for part, (first, end) in offsets(cfg, p.topic).items()}
     count = sum(end - start for start, end in ranges.values())
     if not count:

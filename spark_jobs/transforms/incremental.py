@@ -27,7 +27,7 @@ from infra.utc import EPOCH, as_utc
 from lakehouse.pipeline import Pipeline
 from lakehouse.window_kinds import kind_of
 from spark_jobs.transforms.incremental_fold import copies_of
-from spark_jobs.transforms.windows import touched_windows, windowed_aggregate
+from spark_jobs.transforms.windows import dedup_history, touched_windows, windowed_aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -108,8 +108,6 @@ def first_copies_among(p: Pipeline, rows: DataFrame, events: DataFrame) -> DataF
     """The ``rows`` that are the first copy of their event id among ALL ``events`` (the batch rule,
     ``windows.dedup_history``), without deduplicating ``events``: only the copies of the ids in
     ``rows`` are looked up (a broadcast semi join) and ranked. ``rows`` should be cached."""
-    from spark_jobs.transforms.windows import dedup_history
-
     position = ["kafka_partition", "kafka_offset"]
     firsts = copies_of(p, rows, events).transform(dedup_history(p)).select(*position)
     return rows.join(firsts, position, "left_semi")

@@ -11,6 +11,7 @@ The windows themselves come from the same ``window_column`` the batch layer uses
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from lakehouse.contracts import partial_columns
@@ -29,8 +30,6 @@ def first_copies(p: Pipeline, candidates: DataFrame, *history: DataFrame) -> Dat
     Earlier = reached Kafka first, then lower partition, then lower offset: the batch layer's rule.
     One anti join per piece: a piece already hash-partitioned by event id (as ``speed.recent_arrivals``
     keeps its chunks) joins without a shuffle of its rows."""
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
     def keep_if_no_earlier_copy(c: DataFrame, piece: DataFrame) -> DataFrame:

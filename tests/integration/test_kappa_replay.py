@@ -156,7 +156,7 @@ def test_replay_switches_atomically_under_load_and_equals_batch(spark: SparkSess
     finally:
         flowing.set()
         producer.join(60)
-    assert out["from_version"] == 1 and out["to_version"] == 2 and active_version(cfg, PIPELINE) == 2
+    assert out.from_version == 1 and out.to_version == 2 and active_version(cfg, PIPELINE) == 2
     assert wait_caught_up(cfg, p, version=2, timeout=300)
     time.sleep(10)  # a few more polls on the switched view
     reader.stopping.set()
@@ -283,7 +283,7 @@ def test_replay_keeps_the_late_rows_its_own_micro_batches_dropped(spark: SparkSe
     os.environ["TIDEWATER_MAX_OFFSETS_PER_TRIGGER"] = "300"  # the replay's micro-batches (its job inherits it)
     try:
         out = replay.replay(cfg, p, refresh=lambda v: refresh_view(spark, cfg, p, speed_version=v), timeout=900)
-        version = out["to_version"]
+        version = out.to_version
         assert version == before + 1 and active_version(cfg, PIPELINE) == version
         assert wait_caught_up(cfg, p, version=version, timeout=300)  # kappa: the main job now runs it
     finally:

@@ -40,12 +40,21 @@ KILLS = 2
 def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spark: SparkSession, stack: TidewaterConfig) -> None:
     import shutil
 
+    from lakehouse import naming
     from lakehouse.naming import checkpoint_dir, jvm_scratch_dir
     from lakehouse.pipeline import load_pipeline
+    from lakehouse.progress_records import StreamProgress
     from spark_jobs.io.kafka_admin import ensure_topic
-    from spark_jobs.io.lineage import committed_batches, query_id, saved_floors_path
+    from spark_jobs.io.lineage import committed_batches, last_committed_offsets, query_id, saved_floors_path
     from spark_jobs.io.ops_reader import read_rows
-    from spark_jobs.speed.control import speed_process, speed_status, start_speed, stop_speed, wait_caught_up
+    from spark_jobs.speed.control import (
+        speed_process,
+        speed_status,
+        start_speed,
+        stop_speed,
+        topic_offsets,
+        wait_caught_up,
+    )
 
     cfg = stack
     p = load_pipeline(PIPELINE, cfg.pipelines)
@@ -133,6 +142,11 @@ def test_sigkill_restarts_and_graceful_restart_keep_every_event_exactly_once(spa
         for query in ("ingest", "speed"):
             ids = sorted(r["batch_id"] for r in progress if r["query"] == query and r["run_id"] == qid)
             assert ids in allowed, f"{query} of lineage {qid}: {ids} vs committed {committed}"
+    # the alerts query's one lineage (never deleted): one row per committed micro-batch, the last at its offsets
+    alerts_checkpoint = naming.alerts_checkpoint(cfg, PIPELINE)
+    rows = sorted((r for r in progress if r["query"] == "alerts"), key=lambda r: r["batch_id"])
+    assert [r["batch_id"] for r in rows] == committed_batches(alerts_checkpoint)
+    assert topic_offsets(StreamProgress.from_row(rows[-1]), TOPIC) == last_committed_offsets(alerts_checkpoint, TOPIC)
     # the late rows are the ones counted, micro-batch by micro-batch, of the lineages whose rows stand: the
     # new lineage reads again, under a watermark of its own, what the deleted one read from its speed floors
     # on (every offset when it recomputes the speed table from the start), so the deleted lineage's
@@ -159,6 +173,7 @@ def test_progress_rows_left_pending_by_a_kill_are_written_once_at_the_next_start
     from datetime import UTC, datetime
 
     from lakehouse import contracts, naming
+    from lakehouse.progress_records import StreamProgress
     from spark_jobs.io.ops_reader import read_rows
     from spark_jobs.speed.stream_progress_rows import ProgressRows, drain, encode, pending_dir
 
@@ -166,13 +181,13 @@ def test_progress_rows_left_pending_by_a_kill_are_written_once_at_the_next_start
     checkpoint = naming.checkpoint_dir(stack, "pending_rows_check", "stream", 1)
     lineage = "lineage-pending-check"
 
-    def rows_of(batch_id: int) -> list[dict[str, object]]:
+    def rows_of(batch_id: int) -> list[StreamProgress]:
         now = datetime.now(UTC)
-        return [{"pipeline": "pending_rows_check", "query": q, "query_version": 1, "run_id": lineage,
+        return [StreamProgress.from_row({"pipeline": "pending_rows_check", "query": q, "query_version": 1, "run_id": lineage,
                  "batch_id": batch_id, "batch_time": now, "input_rows": 10, "input_rows_per_second": None,
                  "processed_rows_per_second": 5.0, "batch_duration_ms": 2000, "watermark": None, "state_rows": 0,
                  "rows_dropped_by_watermark": 1 if q == "speed" else None, "end_offsets": "{}",
-                 "latest_offsets": None, "recorded_at": now} for q in ("ingest", "speed")]
+                 "latest_offsets": None, "recorded_at": now}) for q in ("ingest", "speed")]
 
     def stored() -> list[tuple[str, int, object]]:
         return sorted((r["query"], r["batch_id"], r["rows_dropped_by_watermark"])

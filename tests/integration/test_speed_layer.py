@@ -143,8 +143,10 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
     # the watermark drops were counted: 3 late events + 1 duplicate of an old event
     progress = [r for r in read_rows(cfg, "ops.stream_progress") if r["pipeline"] == "sensor_readings"]
     assert sum(r["rows_dropped_by_watermark"] for r in progress if r["query"] == "speed") == 4
-    assert {r["query"] for r in progress} == {"ingest", "speed"}
-    assert all(r["end_offsets"] and r["batch_duration_ms"] >= 0 for r in progress)
+    assert {r["query"] for r in progress} == {"ingest", "speed", "alerts"}
+    assert all(r["end_offsets"] and r["batch_duration_ms"] >= 0 for r in progress if r["query"] != "alerts")
+    alerts_batches = sorted(r["batch_id"] for r in progress if r["query"] == "alerts")  # each once, no gap
+    assert alerts_batches == list(range(len(alerts_batches)))
 
     # late.<p>: exactly the records a plain-Python oracle says the speed layer left out, each with the
     # window it missed and its lateness at the watermark of the micro-batch that read it (phase A's

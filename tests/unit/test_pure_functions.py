@@ -12,6 +12,7 @@ from expectations.suites import expectation_specs
 from lakehouse.config import load_config
 from lakehouse.contracts import MIN_EVENT_MS, result_columns
 from lakehouse.pipeline import load_pipeline
+from lakehouse.progress_records import StreamProgress
 from spark_jobs.shared.serving_view import served_select, view_sql
 from spark_jobs.speed.control import parse_offsets, topic_offsets
 
@@ -85,9 +86,10 @@ def test_parse_offsets(text: str | None, expected: dict[str, object]) -> None:
 
 
 def test_topic_offsets_picks_the_topic_and_casts() -> None:
-    row = {"end_offsets": '{"sensor-readings": {"0": "12", "1": 3}, "other": {"0": 1}}'}
+    row = StreamProgress.from_row({"pipeline": "p", "query": "speed", "query_version": 1, "batch_id": 4,
+                                   "end_offsets": '{"sensor-readings": {"0": "12", "1": 3}, "other": {"0": 1}}'})
     assert topic_offsets(row, "sensor-readings") == {"0": 12, "1": 3}
-    assert topic_offsets({}, "sensor-readings") == {}
+    assert topic_offsets(None, "sensor-readings") == {}
 
 
 def test_speed_versions_active_previous_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

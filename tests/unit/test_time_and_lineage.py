@@ -89,10 +89,10 @@ def test_recovered_row_is_built_from_the_offset_log_and_marks_unmeasured_metrics
     ck = _checkpoint(tmp_path / "ck", {0: {"0": 5, "1": 3}, 1: {"0": 9, "1": 4}}, [0, 1])
     meta, end = lineage.offset_log_entry(ck, 1)
     row = recovered_row("sensor_readings", "speed", 2, 1, meta, end, lineage.offset_log_entry(ck, 0)[1])
-    assert row["input_rows"] == 5 and row["run_id"] == "recovered" and row["batch_id"] == 1
-    assert row["rows_dropped_by_watermark"] is None and row["batch_duration_ms"] is None
-    assert row["watermark"] == datetime.fromtimestamp(1_772_366_400.001, UTC)
-    assert json.loads(row["end_offsets"]) == {"t": {"0": 9, "1": 4}}
+    assert row.input_rows == 5 and row.run_id == "recovered" and row.batch_id == 1
+    assert row.rows_dropped_by_watermark is None and row.batch_duration_ms is None
+    assert row.watermark == datetime.fromtimestamp(1_772_366_400.001, UTC)
+    assert json.loads(row.end_offsets or "") == {"t": {"0": 9, "1": 4}}
 
 
 def test_progress_row_sums_state_operators_and_keeps_instants_aware() -> None:
@@ -101,9 +101,9 @@ def test_progress_row_sums_state_operators_and_keeps_instants_aware() -> None:
              "stateOperators": [{"numRowsTotal": 4, "numRowsDroppedByWatermark": 2}, {"numRowsTotal": 1}],
              "sources": [{"endOffset": {"t": {"0": 3}}, "latestOffset": '{"t": {"0": 5}}'}]}
     row = progress_row("sensor_readings", "speed", 1, event)
-    assert (row["batch_id"], row["input_rows"], row["state_rows"], row["rows_dropped_by_watermark"]) == (7, 10, 5, 2)
-    assert row["watermark"] == datetime(2026, 3, 1, 11, 58, tzinfo=UTC)
-    assert json.loads(row["latest_offsets"]) == {"t": {"0": 5}}
+    assert (row.batch_id, row.input_rows, row.state_rows, row.rows_dropped_by_watermark) == (7, 10, 5, 2)
+    assert row.watermark == datetime(2026, 3, 1, 11, 58, tzinfo=UTC)
+    assert json.loads(row.latest_offsets or "") == {"t": {"0": 5}}
 
 
 def test_quality_gate_fails_closed_without_the_expectations_package() -> None:

@@ -21,11 +21,16 @@ import argparse
 import json
 from typing import Any
 
+from infra.services.airflow_assets import record_publish
+from infra.spark_session import get_spark
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
 from lakehouse.run_records import BatchRun
+from spark_jobs.batch import bronze, wap
+from spark_jobs.batch.job import refuse_in_kappa, run_line
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
+from tidewater.commands.quality import verdict_line
 
 STEPS = ("stage_only", "audit", "publish")
 
@@ -34,9 +39,6 @@ def batch_precheck(args: argparse.Namespace) -> tuple[TidewaterConfig, Pipeline]
     """The checks of ``tidewater batch`` that need no Spark: mode, flags, and an empty bronze table or,
     unless ``--full``, one with no commit since the last published run (exit 3 at once). The CLI runs
     them before it forwards the command to the job service; returns the config and the pipeline."""
-    from spark_jobs.batch import bronze
-    from spark_jobs.batch.job import refuse_in_kappa
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     refuse_in_kappa(cfg, p)
@@ -53,10 +55,6 @@ def batch_precheck(args: argparse.Namespace) -> tuple[TidewaterConfig, Pipeline]
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from infra.spark_session import get_spark
-    from spark_jobs.batch import wap
-    from spark_jobs.batch.job import run_line
-
     cfg, p = batch_precheck(args)
     spark = get_spark(cfg, f"tidewater-batch-{p.name}")
     full = " (full recompute)" if args.full else ""
@@ -84,8 +82,6 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def announce(cfg: TidewaterConfig, p: Pipeline, run: BatchRun, by_dag: bool) -> None:
     """The Asset events of a publish, recorded once: by the DAG's publish task (its outlets) or here."""
-    from infra.services.airflow_assets import record_publish
-
     if by_dag:
         progress("Asset events: recorded by the tidewater_batch DAG's publish task (its outlets)")
         return
@@ -95,8 +91,6 @@ def announce(cfg: TidewaterConfig, p: Pipeline, run: BatchRun, by_dag: bool) -> 
 
 def print_audit(p: Pipeline, staged: Any) -> int:
     """The audit's outcome, its verdict line and the JSON last line; exit 1 when the suite failed."""
-    from tidewater.commands.quality import verdict_line
-
     outcome = staged.outcome
     print(outcome.summary(), flush=True)
     print(verdict_line(p.name, outcome.table, staged.version, staged.run), flush=True)

@@ -4,22 +4,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
-from lakehouse.errors import TidewaterError
+from infra.spark_session import get_spark
+from lakehouse.errors import NothingToDo, TidewaterError
+from spark_jobs.batch.reconcile import ensure_ledger, summary
+from spark_jobs.replay import job as replay
+from spark_jobs.shared.serving_view import refresh_view
+from spark_jobs.transforms.reconcile import format_summary
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def _spark(cfg: Any, app: str) -> Any:
-    from infra.spark_session import get_spark
-
     return get_spark(cfg, app)
 
 
 def cmd_serving(args: argparse.Namespace) -> int:
-    from spark_jobs.shared.serving_view import refresh_view
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     ddl = refresh_view(_spark(cfg, "tidewater-serving"), cfg, p)
@@ -30,10 +32,6 @@ def cmd_serving(args: argparse.Namespace) -> int:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     """Record the ledger of the published run (``--run-id``, else the latest) if it has none yet,
     then print the summary. With no published run and no ``--run-id``, only the summary."""
-    from lakehouse.errors import NothingToDo
-    from spark_jobs.batch.reconcile import ensure_ledger, summary
-    from spark_jobs.transforms.reconcile import format_summary
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     spark = _spark(cfg, "tidewater-reconcile")
@@ -49,9 +47,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from spark_jobs.replay import job as replay
-    from spark_jobs.shared.serving_view import refresh_view
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     holder: dict[str, Any] = {}
@@ -70,7 +65,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         replay.check_history(cfg, p)  # before any Spark start: refuse fast, change nothing
         out = replay.replay(cfg, p, refresh, timeout=args.timeout, log=progress, prepare=prepare)
-    print(json.dumps(out))
+    print(json.dumps(dataclasses.asdict(out)))
     return 0
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from infra.spark_session import get_spark
+from lakehouse.pipeline import available_pipelines
+from spark_jobs.maintenance import job as maintenance
 from tidewater.commands import Subparsers, config_from, progress
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
-    from lakehouse.pipeline import available_pipelines
-    from spark_jobs.maintenance import job as maintenance
-
     cfg = config_from(args)
     parts = args.only or ["tables", "ops", "checkpoints"]
     maintenance.require_safe_retention(args.retention_hours)  # refuse before any Spark start
@@ -26,8 +26,6 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     if "checkpoints" in parts:
         report["checkpoints_removed"] = maintenance.clean_checkpoints(cfg, available_pipelines(), args.dry_run)
     if {"tables", "ops"} & set(parts):
-        from infra.spark_session import get_spark
-
         spark = get_spark(cfg, "tidewater-maintenance")
         if "ops" in parts:
             progress(f"deleting ops rows older than {args.ops_retention_days} days …")

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import available_pipelines, load_pipeline
+from spark_jobs.speed.control import speed_process, start_speed, stop_speed
 from tidewater.commands import progress
 
 if TYPE_CHECKING:
@@ -41,8 +43,6 @@ def apply_mode(cfg: TidewaterConfig) -> None:
     the mode (the caller holds the stack lock)."""
     before = previous_mode(cfg)
     if before is not None and before != cfg.mode:
-        from lakehouse.pipeline import available_pipelines, load_pipeline
-
         progress(f"mode changed from {before} to {cfg.mode}: restarting the speed jobs and re-creating the serving views …")
         for name in available_pipelines():
             p = load_pipeline(name, cfg.pipelines)
@@ -54,8 +54,6 @@ def apply_mode(cfg: TidewaterConfig) -> None:
 
 
 def restart_speed(cfg: TidewaterConfig, p: Pipeline) -> None:
-    from spark_jobs.speed.control import speed_process, start_speed, stop_speed
-
     if speed_process(cfg, p).running():
         stop_speed(cfg, p)
         start_speed(cfg, p)

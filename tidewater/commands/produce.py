@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from infra.services.kafka_broker import listening
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_admin import ensure_topic
 from spark_jobs.io.producer import send, send_file
 from spark_jobs.synthetic_events import Mix, Record, default_start_ms, generate
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
@@ -54,9 +56,6 @@ def _planned(args: argparse.Namespace) -> int:
 def _require_topic(cfg: TidewaterConfig, topic: str, planned: int) -> None:
     """A one-line error, before anything is sent, when no broker answers or the topic cannot be made."""
     from kafka.errors import KafkaError
-
-    from infra.services.kafka_broker import listening
-    from spark_jobs.io.kafka_admin import ensure_topic
 
     where = f"at {cfg.kafka.bootstrap}; none of the {planned} records was sent"
     if not listening(cfg.kafka.bootstrap):

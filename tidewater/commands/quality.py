@@ -14,9 +14,14 @@ import argparse
 import json
 from typing import Any
 
+from expectations.runner import validate_table
+from infra.spark_session import get_spark
 from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.run_records import BatchRun
+from lakehouse.speed_versions import active_version
+from spark_jobs.batch.wap import audit
+from spark_jobs.io.batch_runs import published_cutoff
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
@@ -24,8 +29,6 @@ DEFAULT_KINDS = ("bronze", "quarantine", "speed", "batch", "serving")
 
 def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
     """The table a suite kind validates (speed: the active version)."""
-    from lakehouse.speed_versions import active_version
-
     if kind == "speed":
         return naming.speed_table(pipeline, active_version(cfg, pipeline))
     if kind == "staging":
@@ -34,11 +37,6 @@ def table_for(cfg: TidewaterConfig, pipeline: str, kind: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from expectations.runner import validate_table
-    from infra.spark_session import get_spark
-    from spark_jobs.batch.wap import audit
-    from spark_jobs.io.batch_runs import published_cutoff
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     kinds = args.kind or [k for k in DEFAULT_KINDS if not (k == "batch" and cfg.mode == "kappa")]

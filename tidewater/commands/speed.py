@@ -10,13 +10,14 @@ import json
 
 from lakehouse.errors import TopicMissing
 from lakehouse.speed_versions import active_version
+from spark_jobs.speed.control import require_topic, speed_process, speed_status, start_speed, stop_speed
+from spark_jobs.speed.job import run
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from, progress
 
 
 def cmd_speed(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
-    from spark_jobs.speed.control import speed_process, speed_status, start_speed, stop_speed
 
     if args.action == "start":
         progress(f"starting speed layer for {p.name} …")
@@ -25,9 +26,6 @@ def cmd_speed(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         print(f"speed {p.name}: {'stopped' if stop_speed(cfg, p) else 'was not running'}")
     elif args.action == "run":
-        from spark_jobs.speed.control import require_topic
-        from spark_jobs.speed.job import run
-
         require_topic(cfg, p)
         run(cfg, p, args.version or active_version(cfg, p.name), ["ingest", "speed"])
     else:

@@ -8,14 +8,24 @@ import json
 import time
 from typing import Any
 
+import yaml
+
+from infra.jars import fetch_jars
+from infra.jvm import require_java
+from infra.services import SERVICE_MODULES
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
+from lakehouse.pipeline import available_pipelines, load_pipeline
+from spark_jobs.io.kafka_admin import ensure_topic, require_log_append_time
+from spark_jobs.shared.locks import exclusive, exclusive_file
+from spark_jobs.speed.control import stop_all_speed
+from tidewater.class_data_archive_build import build
 from tidewater.commands import Subparsers, config_from, progress
+from tidewater.commands.mode_switch import apply_mode
 
 
 def _services() -> list[Any]:
-    from infra.services import SERVICE_MODULES
-
     return [importlib.import_module(name) for name in SERVICE_MODULES]  # a missing one fails, never vanishes
 
 
@@ -25,8 +35,6 @@ def _name(svc: Any) -> str:
 
 def select_services(only: list[str] | None) -> list[Any]:
     """Every service, or those named in ``--only``; an unknown name is an error listing the valid ones."""
-    from infra.services import SERVICE_MODULES
-
     valid = [module.split(".")[-1] for module in SERVICE_MODULES]
     unknown = [name for name in only or [] if name not in valid]
     if unknown:
@@ -38,9 +46,6 @@ def select_services(only: list[str] | None) -> list[Any]:
 def create_topics(cfg: TidewaterConfig) -> list[str]:
     """Create every pipeline's topic (idempotent) with the configured partitions and retention; refuse
     an existing one whose record times come from the producers' clocks."""
-    from lakehouse.pipeline import available_pipelines, load_pipeline
-    from spark_jobs.io.kafka_admin import ensure_topic, require_log_append_time
-
     made = []
     for name in available_pipelines():
         p = load_pipeline(name, cfg.pipelines)
@@ -57,22 +62,16 @@ SETUP_LOCK_WAIT_SECONDS = 1800.0
 def cmd_setup(args: argparse.Namespace) -> int:
     """Jars, then the class-data-sharing archives, one setup of a checkout at a time: a second one
     started together (``make demo`` and ``make test`` on a fresh clone) waits, then finds both cached."""
-    from lakehouse import naming
-    from spark_jobs.shared.locks import exclusive_file
-
     lock = naming.cache_dir() / "setup.lock"
     with exclusive_file(lock, SETUP_LOCK_WAIT_SECONDS):
         return _setup(args)
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from infra.jars import fetch_jars
-
     progress("fetching JVM jars with Maven (Delta, Kafka connector, Kafka broker, Derby) …")
     started = time.monotonic()
     ran = fetch_jars(force=args.force)
     print(f"jars {'fetched' if ran else 'already cached'} in {time.monotonic() - started:.1f}s")
-    from tidewater.class_data_archive_build import build
 
     progress("class-data-sharing archives for Spark driver JVMs (about 2 minutes the first time) …")
     for line in build(force=args.force):
@@ -88,19 +87,13 @@ def stack_lock(cfg: TidewaterConfig) -> Any:
     """Held by ``up`` and ``down`` from their first service to their last: two started together run in
     turn (the second finds the services running, or stopped), instead of both spawning a process
     between one's PID-file check and its write, and one PID file then naming the process that lost."""
-    from spark_jobs.shared.locks import exclusive
-
     return exclusive(cfg, STACK_LOCK, STACK_LOCK_WAIT_SECONDS)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from infra.jars import fetch_jars
-
     cfg = config_from(args)
     selected = [svc for svc in select_services(args.only) if getattr(svc, "enabled", lambda c: True)(cfg)]
     if any(_name(svc) != "airflow" for svc in selected):
-        from infra.jvm import require_java
-
         require_java()
     with stack_lock(cfg):  # not around the topics: idempotent, and slow while a broker is down
         if fetch_jars():
@@ -112,7 +105,6 @@ def cmd_up(args: argparse.Namespace) -> int:
     if made:
         progress(f"created topics {', '.join(made)}")
     if not args.only:  # the whole stack: a changed mode reaches the speed jobs and serving views too
-        from tidewater.commands.mode_switch import apply_mode
 
         with stack_lock(cfg):
             apply_mode(cfg)
@@ -121,8 +113,6 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from spark_jobs.speed.control import stop_all_speed
-
     cfg = config_from(args)
     services = list(reversed(_services()))
     schedulers = [svc for svc in services if _name(svc) == "airflow"]  # first: its speed supervisor
@@ -157,8 +147,6 @@ def _rows(svc: Any, cfg: TidewaterConfig) -> list[dict[str, Any]]:
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:
-    import yaml
-
     cfg = config_from(args)
     print(f"# source: {cfg.source}")
     data = cfg.as_dict()

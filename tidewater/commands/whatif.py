@@ -14,8 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from infra.spark_session import get_spark
 from lakehouse import naming
 from lakehouse.errors import TidewaterError
+from spark_jobs.analysis.whatif import BATCH_MODELS, analyse
+from spark_jobs.analysis.whatif_chart import write_chart
+from spark_jobs.analysis.whatif_report import format_table, parse_delays, parse_target
 from tidewater.commands import Subparsers, add_pipeline_arg, config_from, pipeline_from
 
 
@@ -29,11 +33,6 @@ def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from infra.spark_session import get_spark
-    from spark_jobs.analysis.whatif import analyse
-    from spark_jobs.analysis.whatif_chart import write_chart
-    from spark_jobs.analysis.whatif_report import format_table
-
     cfg = config_from(args)
     p = pipeline_from(args, cfg)
     chart = Path(args.chart) if args.chart else naming.reports_dir(cfg) / f"whatif-{p.name}.png"
@@ -51,9 +50,6 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    from spark_jobs.analysis.whatif import BATCH_MODELS
-    from spark_jobs.analysis.whatif_report import parse_delays, parse_target
-
     p = sub.add_parser("whatif", help="replay bronze under candidate watermark delays: dropped events, wrong "
                                       "windows, finality; suggest the smallest delay within a target")
     add_pipeline_arg(p)
