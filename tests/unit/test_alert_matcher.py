@@ -1,5 +1,5 @@
 """The pattern state machines (``spark_jobs.alerts.matcher``) against the plain-Python oracle
-(``tests/integration/alerts_oracle``): random events of a few keys, arriving shuffled in random
+(``benchmarks/alerts_oracle``): random events of a few keys, arriving shuffled in random
 micro-batches under a moving watermark, late ones dropped as the dedup step drops them, the state
 serialised between micro-batches as Spark stores it."""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.alerts_oracle import expected_alerts
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.alerts import matcher
-from tests.integration.alerts_oracle import expected_alerts
 
 DELAY_MS = 120_000  # the watermark delay of sensor_readings
 
