@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import subprocess
 import threading
 import time
@@ -94,7 +95,8 @@ class FlinkCollect:
 
     def __init__(self, cmd: list[str], work: Path) -> None:
         self.log = (work / "flink-latency.log").open("w")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=work)
+        env = {**os.environ, "FLINK_LOG_DIR": str(work / "flink-latency-logs")}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=work, env=env)
         self.lines: list[dict[str, Any]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -141,7 +143,7 @@ def measure(cfg: TidewaterConfig, p: Pipeline, run: AlertsRun, seconds: int, wor
     events = sent_events(chunks, PREFIX)
     final = max(int(e["timestamp"]) for e in events) - delay
     run.wait_watermark(final, timeout=600)
-    flink_seen = flink.finish(timeout=600)
+    flink_seen = flink.finish(timeout=180)
     cutoff = final - TAIL_S * 1000
     times = {str(e["event_id"]): int(e["timestamp"]) for e in events}
     expected = {(a[2], a[3][0], a[3][-1]) for a in expected_alerts(p, events, cutoff)}

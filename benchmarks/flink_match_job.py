@@ -31,7 +31,7 @@ from pathlib import Path
 SQL_OPS = {"==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 SOURCE = """CREATE TABLE readings (
-  event_id STRING, {key} STRING, `timestamp` BIGINT, {fields},
+  {columns},
   event_time AS TO_TIMESTAMP_LTZ(`timestamp`, 3),
   WATERMARK FOR event_time AS event_time - {watermark}
 ) WITH (
@@ -95,9 +95,9 @@ def source_sql(topic: str, bootstrap: str, key: str, fields: dict[str, str], wat
                start: str | None) -> str:
     startup = ("'scan.startup.mode' = 'specific-offsets', "
                f"'scan.startup.specific-offsets' = '{start}'" if start else "'scan.startup.mode' = 'earliest-offset'")
-    columns = ", ".join(f"`{name}` {kind}" for name, kind in fields.items())
-    return SOURCE.format(topic=topic, bootstrap=bootstrap, key=key, fields=columns, watermark=interval(watermark_ms),
-                         until=until, startup=startup)
+    columns = {"event_id": "STRING", key: "STRING", "timestamp": "BIGINT", **fields}
+    return SOURCE.format(topic=topic, bootstrap=bootstrap, columns=", ".join(f"`{n}` {t}" for n, t in columns.items()),
+                         watermark=interval(watermark_ms), until=until, startup=startup)
 
 
 def read_matches(sink: Path) -> tuple[list[tuple[str, str, str, int, int]], int, int]:
