@@ -12,11 +12,30 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from typing import Any
 
 from lakehouse.config import TidewaterConfig
 
 CHUNK_S = 0.01
 SENSORS = 100
+
+
+def event(sent: int, prefix: str, ms: int) -> dict[str, Any]:
+    """The ``sent``-th event (from 0) of a run with ``prefix``, sent at ``ms``: a sensor's temperatures cycle
+    through ten values 5 °C apart, so sensors see hot and cold readings in turn."""
+    temp = round(((sent * 7919) % 1000) / 20.0 - 10.0, 2)
+    return {"event_id": f"{prefix}e{sent}", "sensor_id": f"{prefix}{sent % SENSORS:03d}", "timestamp": ms,
+            "temperature": temp}
+
+
+def sent_events(chunks: list[tuple[int, float]], prefix: str) -> list[dict[str, Any]]:
+    """Every event of a run, as ``produce`` sent it, from the chunks it returned."""
+    out, sent = [], 0
+    for upto, at in chunks:
+        ms = int(at * 1000)
+        out += [event(n, prefix, ms) for n in range(sent, upto)]
+        sent = upto
+    return out
 
 
 def produce(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, prefix: str) -> tuple[list[tuple[int, float]],
@@ -44,9 +63,8 @@ def produce(cfg: TidewaterConfig, topic: str, rate: int, seconds: int, prefix: s
         now = time.time()
         ms = int(now * 1000)
         for _ in range(min(per_chunk, total - sent)):
-            sensor = f"{prefix}{sent % SENSORS:03d}"
-            temp = round(((sent * 7919) % 1000) / 20.0 - 10.0, 2)
-            value = {"event_id": f"{prefix}e{sent}", "sensor_id": sensor, "timestamp": ms, "temperature": temp}
+            value = event(sent, prefix, ms)
+            sensor, temp = value["sensor_id"], value["temperature"]
             prod.produce(topic, key=sensor.encode(), value=json.dumps(value).encode(), partition=sent % partitions,
                          on_delivery=_delivered)
             windows[f"{sensor}|{ms // 60_000}"].append(temp)

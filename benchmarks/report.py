@@ -79,7 +79,7 @@ def charts(run: dict[str, Any], folder: Path, stem: str) -> list[str]:
     out = []
     by_id = {r["id"]: r for r in run["results"] if r["status"] != "skipped"}
     bars: list[tuple[str, float]] = []
-    for sid, parts in ((1, ("a_tidewater", "b_baseline", "c_consumer_perf")), (4, ("replay",)), (6, ("flink",))):
+    for sid, parts in ((1, ("a_tidewater", "b_baseline", "c_consumer_perf")), (4, ("replay",)), (6, ("flink",)), (9, ("tidewater", "flink"))):
         for part in parts:
             eps = by_id.get(sid, {}).get("metrics", {}).get(part, {}).get("events_per_s")
             if eps:

@@ -1,6 +1,6 @@
 """The latest result of every benchmark goal, as a Markdown table generated from ``benchmarks/results/*.json``.
 
-For each goal the newest result that measured it: full-size runs of ``python -m benchmarks.bench`` (scenarios 1-8),
+For each goal the newest result that measured it: full-size runs of ``python -m benchmarks.bench`` (scenarios 1-9),
 ``python -m benchmarks.dag_run`` and ``python -m benchmarks.soak`` (not ``--quick``: its figures are not judged).
 ``python -m benchmarks.results_table`` prints the table; ``--write`` puts it into benchmarks/README.md
 between the RESULTS-TABLE markers. ``python -m benchmarks.bench`` refreshes it after every run that is not quick.
@@ -17,6 +17,8 @@ from typing import Any
 
 from benchmarks.s5_serving import GOALS_S as SERVING_GOALS
 from benchmarks.s8_flat_cost import GOAL_LAST_OVER_FIRST
+from benchmarks.s9_alerts_flink import read_latency as alerts_latency
+from benchmarks.s9_alerts_flink import read_throughput as alerts_throughput
 
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parent / "README.md"
@@ -179,6 +181,10 @@ GOALS = [
     Goal("7. sustained 10,000 events/s for 10 minutes", "consumer lag bounded after the first minute", "bench",
          _sustained, 7),
     Goal("8. micro-batch time as history grows, 20M events", "last 10% ≤ 1.2x the first 10%", "bench", _flat, 8),
+    Goal("9. alerts (hot_then_cold) against Flink MATCH_RECOGNIZE, same backlog", "≥ 0.5x Flink", "bench",
+         alerts_throughput, 9),
+    Goal("9. alerts: send → alert at 1,000 events/s", "p99 ≤ 2 s (cannot hold: an alert waits for the watermark)",
+         "bench", alerts_latency, 9),
     Goal("`tidewater_batch` DAG run, 100K-event increment, job service", "≤ 60 s", "dag_run", _dag),
     Goal("an empty pipeline's batch run skips", "≤ 5 s", "dag_run", _skip),
     Goal("`tidewater sql` small query", "≤ 2 s", "dag_run", _sql),

@@ -3,11 +3,13 @@
 
 Each event becomes one row per pattern (``pattern_rows``): the pattern's key as a string, the event's id
 and time, and whether it matches the pattern's conditions (``Condition.apply`` on Spark columns: never
-a SQL string). Per group the state is one ``alerts.matcher.Matcher`` (JSON); each event registers
-event-time timers at the times the pattern decides at, and each call (new rows or an expired timer)
-advances the matcher to the current watermark and emits what it decided. A group's state is cleared as
-soon as its matcher holds nothing undecided, and every event it keeps has a timer at which it leaves:
-that is the state's time to live, in event time (Spark 4.1 refuses a state TTL in event-time mode:
+a SQL string). Per group the state is one ``alerts.matcher.Matcher`` (JSON); each call (new rows or an
+expired timer) advances the matcher to the current watermark, emits what it decided, and keeps one
+event-time timer registered at the next watermark at which anything the group holds can be decided or
+leave (``Matcher.schedule``): one timer per group, not one per event, since every registration and every
+expired timer is a round trip between the Python worker and the JVM. A group's state is cleared as soon as
+its matcher holds nothing undecided, and while it holds anything a timer is due at which it leaves: that
+is the state's time to live, in event time (Spark 4.1 refuses a state TTL in event-time mode:
 ``STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL``).
 An event behind the watermark of the micro-batch that reads it (event time before it: the speed layer's
 rule) is dropped here: Spark's dedup step before this one keeps such rows (measured: three readings 2:15
@@ -56,15 +58,16 @@ def _processor_class() -> type:
                           watermark_ms=watermark)
             if m.empty():
                 self.state.clear()
-            else:
-                self.state.update((m.dumps(),))
+                return
+            due = m.schedule(watermark)
+            if due is not None:
+                self.handle.registerTimer(due)
+            self.state.update((m.dumps(),))
 
         def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: Any) -> Iterator[Row]:
             m, watermark = self._load(key), timerValues.getCurrentWatermarkInMs()
-            events = [matcher.Event(r.event_ms, r.event_id, bool(r.first), bool(r.then)) for r in rows
-                      if r.event_ms >= watermark]
-            for t in set(m.add(events)):
-                self.handle.registerTimer(t)
+            m.add(matcher.Event(r.event_ms, r.event_id, bool(r.first), bool(r.then)) for r in rows
+                  if r.event_ms >= watermark)
             yield from self._emit(m, watermark)
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Row]:

@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from tests.integration.alerts_oracle import Alert
+from benchmarks.alerts_oracle import Alert
 
 
 def wait_alerts_caught_up(cfg: Any, p: Any, timeout: float = 300.0) -> int:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmarks.alerts_oracle import expected_alerts
 from tests.integration.alert_checks import assert_topic_holds, table_alerts, wait_alerts_caught_up
-from tests.integration.alerts_oracle import expected_alerts
 from tests.integration.exactly_once import LATE_PREFIX, PIPELINE, TOPIC, EventProducer, assert_exactly_once
 from tests.integration.speed_helpers import late_rows
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from benchmarks.alerts_oracle import expected_alerts
 from tests.integration.alert_checks import assert_topic_holds, table_alerts, wait_alerts_caught_up
-from tests.integration.alerts_oracle import expected_alerts
 from tests.integration.speed_helpers import (
     MINUTE,
     cli,

@@ -1,5 +1,5 @@
 """The pattern state machines (``spark_jobs.alerts.matcher``) against the plain-Python oracle
-(``tests/integration/alerts_oracle``): random events of a few keys, arriving shuffled in random
+(``benchmarks/alerts_oracle``): random events of a few keys, arriving shuffled in random
 micro-batches under a moving watermark, late ones dropped as the dedup step drops them, the state
 serialised between micro-batches as Spark stores it."""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.alerts_oracle import expected_alerts
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.alerts import matcher
-from tests.integration.alerts_oracle import expected_alerts
 
 DELAY_MS = 120_000  # the watermark delay of sensor_readings
 
@@ -31,6 +31,7 @@ def _stream(events: list[dict[str, Any]], rng: random.Random) -> tuple[set[Any],
     shuffled = sorted(events, key=lambda e: e["timestamp"] + rng.randint(0, 400_000))
     states: dict[tuple[str, str], str] = {}
     timers: dict[tuple[str, str], set[int]] = defaultdict(set)
+    registered: dict[tuple[str, str], int] = defaultdict(int)
     alerts, accepted, w, i = set(), [], -1, 0
     while i < len(shuffled) or any(timers.values()):
         batch = shuffled[i:i + rng.randint(1, 40)]
@@ -42,16 +43,26 @@ def _stream(events: list[dict[str, Any]], rng: random.Random) -> tuple[set[Any],
             for e in on_time:
                 by_key[e["sensor_id"]].append(e)
             for key in set(by_key) | {k for (name, k), ts in timers.items() if name == pattern.name and min(ts, default=w + 1) <= w}:
-                m = matcher.loads(pattern, key, states.get((pattern.name, key)))
-                timers[(pattern.name, key)] |= set(m.add(_flags(pattern, e) for e in by_key.get(key, [])))
-                timers[(pattern.name, key)] = {t for t in timers[(pattern.name, key)] if t > w}
-                alerts |= {(a.alert_id, a.pattern, a.key, tuple(e.id for e in a.events), tuple(e.t for e in a.events))
-                           for a in m.advance(w)}
-                states[(pattern.name, key)] = m.dumps()
+                # as alerts.processor: one call for the key's new rows, then one per expired timer
+                group, expired = (pattern.name, key), sorted(t for t in timers[(pattern.name, key)] if t <= w)
+                timers[group] -= set(expired)
+                for call in (["rows"] if key in by_key else []) + expired:
+                    m = matcher.loads(pattern, key, states.pop(group, None))
+                    if call == "rows":
+                        m.add(_flags(pattern, e) for e in by_key[key])
+                    alerts |= {(a.alert_id, a.pattern, a.key, tuple(e.id for e in a.events),
+                                tuple(e.t for e in a.events)) for a in m.advance(w)}
+                    if not m.empty():
+                        due = m.schedule(w)
+                        timers[group] |= {due} if due is not None else set()
+                        states[group] = m.dumps()
+                    registered[group] = max(registered[group], len(timers[group]))
         if on_time:
             w = max(w, max(e["timestamp"] for e in accepted) - DELAY_MS)
         elif i >= len(shuffled):
             break
+    assert max(registered.values()) <= 3, "a key holds one timer, plus at most an earlier one before it fires"
+    assert not states or all(matcher.loads(p.alerts[0], "", s).timer for s in states.values())
     return alerts, accepted, w
 
 
@@ -100,11 +111,14 @@ def test_a_key_that_stops_leaves_no_state_once_its_timers_fired() -> None:
     """Spark 4.1 allows no state TTL in event-time mode: the timers of ``add`` are what empties the state."""
     p = load_pipeline("sensor_readings")
     for pattern in p.alerts:
-        m = matcher.Matcher(pattern, "s1")
-        timers = m.add([matcher.Event(0, "a", True, True), matcher.Event(10_000, "b", True, False)])
-        for t in sorted(timers):
-            m.advance(t)
-        assert m.empty(), pattern.name
+        m, w, fired = matcher.Matcher(pattern, "s1"), -1, 0
+        m.add([matcher.Event(0, "a", True, True), matcher.Event(10_000, "b", True, False)])
+        while not m.empty():  # as alerts.processor: advance, keep one timer, advance again when it fires
+            m.advance(w)
+            if m.empty() or (m.schedule(w) is None and (m.timer is None or m.timer <= w)):
+                break
+            w, fired = m.timer or w, fired + 1
+        assert m.empty() and fired <= 4, pattern.name
 
 
 def test_an_event_at_the_watermark_is_still_on_time_so_decisions_wait_past_it() -> None:

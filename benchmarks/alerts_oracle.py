@@ -8,6 +8,8 @@ events seen all at once (no arrival order, no state, no watermark steps), as the
 
 An alert is produced once the watermark is past the time it is decided at: ``final_watermark_ms`` (the
 alerts query's last watermark) keeps only those. ``events``: the on-time events, each id once.
+The alerts tests check the alerts query and its state machines against it; scenario 9 checks both Tidewater
+and Flink's ``MATCH_RECOGNIZE`` against it.
 """
 
 from __future__ import annotations
