@@ -14,6 +14,7 @@ at a given watermark (the one whose timers decide every alert before it).
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -21,10 +22,14 @@ from typing import Any
 
 from benchmarks.s6_flink import FLINK_PYTHON, JARS
 from benchmarks.stack import REPO
+from lakehouse import contracts, naming
 from lakehouse.alert_spec import AlertPattern, Condition
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import PIPELINES_DIR, Pipeline, duration_seconds, parse_pipeline
 from lakehouse.yaml_file import read_yaml
+from spark_jobs.alerts.query import start_alerts
+from spark_jobs.io.ops_reader import rows_of, table_path
+from spark_jobs.io.progress_recorder import ProgressRecorder
 
 SOURCE_PIPELINE, PATTERN = "sensor_readings", "hot_then_cold"
 NAME, TOPIC = "alerts_bench", "alerts-bench"
@@ -79,8 +84,6 @@ def watermark_ms(p: Pipeline) -> int:
 def stored_alerts(spark: Any, p: Pipeline) -> list[tuple[str, str, str]]:
     """(key, first event id, then event id) of every ``hot_then_cold`` row of ``alerts.<p>`` (a row stored
     twice shows twice)."""
-    from lakehouse import naming
-
     table = naming.table("alerts", p.name)
     spark.catalog.refreshTable(table)
     rows = spark.sql(f"SELECT key, event_ids FROM {table} WHERE pattern = '{PATTERN}'").collect()
@@ -89,8 +92,6 @@ def stored_alerts(spark: Any, p: Pipeline) -> list[tuple[str, str, str]]:
 
 def send(cfg: TidewaterConfig, topic: str, events: list[dict[str, Any]]) -> None:
     """A few JSON events to partition 0 of ``topic`` (acks=all)."""
-    import json
-
     from confluent_kafka import Producer
 
     prod = Producer({"bootstrap.servers": cfg.kafka.bootstrap, "acks": "all", "enable.idempotence": True})
@@ -109,10 +110,6 @@ class AlertsRun:
         self.recorder: Any = None
 
     def start(self) -> None:
-        from lakehouse import contracts, naming
-        from spark_jobs.alerts.query import start_alerts
-        from spark_jobs.io.progress_recorder import ProgressRecorder
-
         contracts.ensure(self.spark, contracts.STREAM_PROGRESS)
         checkpoint: Path = naming.alerts_checkpoint(self.cfg, self.p.name)
         self.recorder = ProgressRecorder(self.spark, self.cfg, self.p.name, {QUERY: (1, checkpoint)})
@@ -121,8 +118,6 @@ class AlertsRun:
         self.query = start_alerts(self.spark, self.cfg, self.p, trigger)
 
     def progress(self) -> list[dict[str, Any]]:
-        from spark_jobs.io.ops_reader import rows_of, table_path
-
         return sorted((r for r in rows_of(table_path(self.cfg, "ops.stream_progress"), utc=True)
                        if r["pipeline"] == self.p.name and r["query"] == QUERY), key=lambda r: r["batch_id"])
 

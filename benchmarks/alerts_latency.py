@@ -30,8 +30,10 @@ from benchmarks.alerts_bench import AlertsRun, flink_command, offsets_option, wa
 from benchmarks.alerts_oracle import expected_alerts
 from benchmarks.paced_producer import produce, sent_events
 from benchmarks.s5_serving import percentile
+from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import Pipeline
+from spark_jobs.io.kafka_admin import offsets
 
 RATE = 1_000
 TAIL_S = 5
@@ -85,8 +87,6 @@ def topic_since(cfg: TidewaterConfig, topic: str, start: dict[int, int]) -> list
 
 
 def ends(cfg: TidewaterConfig, topic: str) -> dict[int, int]:
-    from spark_jobs.io.kafka_admin import offsets
-
     return {part: end for part, (_, end) in offsets(cfg, topic).items()}
 
 
@@ -129,8 +129,6 @@ class FlinkCollect:
 
 def measure(cfg: TidewaterConfig, p: Pipeline, run: AlertsRun, seconds: int, work: Path) -> dict[str, Any]:
     """The latency phase; returns its figures and the oracle's checks of both engines' timed alerts."""
-    from lakehouse import naming
-
     delay = watermark_ms(p)
     total_s = seconds + delay // 1000 + TAIL_S
     start, partitions = ends(cfg, p.topic), cfg.kafka.partitions
