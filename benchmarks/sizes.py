@@ -24,13 +24,16 @@ class Sizes:
                                # steady state, judged against a full run after them (0: not measured)
     full_rounds: int           # scenario 3: full run + bare job pairs (the second on a warm JVM)
     serving_warm_up_s: int     # scenario 5: seconds of the query mix on the server just started ("cold_start")
+    many_pipelines: int        # scenario 9: generated pipelines per speed-host mode
+    many_rate: int             # scenario 9: events/s fed to each pipeline
+    many_seconds: int          # scenario 9: seconds of unmeasured load, then as many measured
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 0, 2, 30),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 12, 3, 2, 30),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10, 3, 1_000, 15),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 0, 2, 30, 6, 1_000, 60),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 12, 3, 2, 30, 10, 1_000, 120),
 }

@@ -34,6 +34,7 @@ from spark_jobs.speed.control import (
     lag_records,
     require_topic,
     speed_process,
+    speed_running,
     start_speed,
     stop_speed,
 )
@@ -149,7 +150,7 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
     """Run speed version ``new`` alone until it is level with ``active``, then switch to it. ``ready``
     waits for what the switch needs (``in_background``); if it fails, nothing is switched."""
     job = f"replay-{p.name}-v{new}"
-    main_running = speed_process(cfg, p).running()
+    main_running = speed_running(cfg, p)
     started = time.monotonic()
     start_speed(cfg, p, version=new, queries="speed", starting_offsets=starting_offsets, name=job)
     deadline = started + timeout

@@ -1,7 +1,9 @@
 """Job control of the detached speed job: start, stop, status and consumer lag, per ``Pipeline``.
 
 The one module that starts and stops ``python -m spark_jobs.speed.job`` processes (the CLI, replay,
-maintenance, the demo and the tests all come here). The active speed version is read from
+maintenance, the demo and the tests all come here); with ``speed.host: shared``, a pipeline's main job
+runs in the shared speed host instead (``speed.host_control``), and the same calls start, stop and
+report it there. The active speed version is read from
 ``lakehouse.speed_versions``; the lag from ``ops.stream_progress`` (read without Spark) and Kafka.
 """
 
@@ -20,6 +22,7 @@ from lakehouse.pipeline import Pipeline
 from lakehouse.speed_versions import active_version
 from spark_jobs.io.kafka_admin import offsets, require_log_append_time
 from spark_jobs.shared import definition_guard
+from spark_jobs.speed import host_control
 
 REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
 START_POLL_SECONDS = 0.25  # between two reads of a starting job's new log lines (a file read)
@@ -44,13 +47,19 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
                              "main job itself when done (see 'tidewater speed status')")
     version = version or active_version(cfg, p.name)
     proc = speed_process(cfg, p, name)
-    if proc.running():
+    if host_control.uses_host(cfg, name):
+        status = host_control.in_host(cfg, p.name)
+        if status is not None and status["state"] == "running" and status["version"] == version:
+            return int(status["host_pid"])
+    elif proc.running():
         return int(proc.pid())
     from infra.jvm import require_java
 
     require_java()  # here, not in the child: its one line would end up in a log tail
     require_topic(cfg, p)  # a job on a missing topic would idle with lag 0
     definition_guard.require_speed_same(cfg, p, version)  # read from the table's log: refused before a JVM starts
+    if host_control.uses_host(cfg, name):
+        return host_control.start_in_host(cfg, p, version, queries, starting_offsets, wait)
     argv = [sys.executable, "-m", "spark_jobs.speed.job", p.name, "--version", str(version), "--queries", queries]
     if starting_offsets:
         argv += ["--starting-offsets", starting_offsets]
@@ -72,13 +81,25 @@ def start_speed(cfg: TidewaterConfig, p: Pipeline, version: int | None = None, q
 def stop_speed(cfg: TidewaterConfig, p: Pipeline, name: str | None = None) -> bool:
     """Graceful stop, SIGKILL after 90 s. SIGTERM goes to the Python driver only: it stops its queries
     and flushes progress while its JVM is still alive (a JVM signalled at the same time shuts down
-    under the running micro-batch)."""
+    under the running micro-batch). In the shared host: that pipeline's queries only."""
+    if host_control.uses_host(cfg, name):
+        return host_control.stop_in_host(cfg, p)
     return bool(speed_process(cfg, p, name).stop(timeout=90, group=False))
 
 
-def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
-    from infra.services.process import ManagedProcess
+def speed_running(cfg: TidewaterConfig, p: Pipeline) -> bool:
+    """Whether the pipeline's main job runs (its own process, or its queries in the shared host)."""
+    if host_control.uses_host(cfg, None):
+        return host_control.running_in_host(cfg, p.name)
+    return bool(speed_process(cfg, p).running())
 
+
+def stop_all_speed(cfg: TidewaterConfig) -> list[str]:
+    """Stop every speed and replay job and the shared speed host (whose wanted set is emptied first)."""
+    from infra.services.process import ManagedProcess
+    from spark_jobs.speed.host_state import forget_all
+
+    forget_all(cfg)
     stopped = []
     for pid_file in sorted([*naming.run_dir(cfg).glob("speed-*.pid"), *naming.run_dir(cfg).glob("replay-*.pid")]):
         if ManagedProcess(pid_file.stem, naming.run_dir(cfg), naming.logs_dir(cfg)).stop(timeout=90, group=False):
@@ -102,11 +123,7 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     from spark_jobs.speed.liveness import last_advanced
 
     version = active_version(cfg, p.name)
-    proc = speed_process(cfg, p)
-    started = proc.started_at()
-    out: dict[str, Any] = {"pipeline": p.name, "version": version, "running": proc.running(), "pid": proc.pid(),
-                           "started_at": datetime.fromtimestamp(started, UTC).isoformat() if started else None,
-                           "log": str(proc.log_file),
+    out: dict[str, Any] = {"pipeline": p.name, "version": version, "host": cfg.speed.host, **job_facts(cfg, p),
                            "switch_in_progress": held_elsewhere(cfg, switch_lock_name(p.name))}
     last = latest_progress(cfg, p.name, version=version)
     out.update(last, topic=p.topic, advanced_at=last_advanced(cfg, p.name, version))
@@ -121,6 +138,22 @@ def speed_status(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
     elif refused := definition_guard.speed_refusal(cfg, p, version):  # 'speed start' would refuse it
         out["problem"] = refused
     return out
+
+
+def job_facts(cfg: TidewaterConfig, p: Pipeline) -> dict[str, Any]:
+    """running, pid, started_at and log of the pipeline's main job; in the shared host, the host's PID and
+    log, the time the host started the pipeline's queries, and its ``state`` (with the ``error`` of a failed one)."""
+    if host_control.uses_host(cfg, None):
+        status = host_control.in_host(cfg, p.name) or {}
+        running = status.get("state") == "running"
+        return {"running": running, "pid": status.get("host_pid") if running else None,
+                "started_at": status.get("at") if running else None, "state": status.get("state", "stopped"),
+                "error": status.get("error"), "log": str(host_control.host_process(cfg).log_file)}
+    proc = speed_process(cfg, p)
+    started = proc.started_at()
+    return {"running": proc.running(), "pid": proc.pid(),
+            "started_at": datetime.fromtimestamp(started, UTC).isoformat() if started else None,
+            "log": str(proc.log_file)}
 
 
 def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
@@ -198,11 +231,13 @@ def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] =
     ``job_must_run``, a main speed job that is gone raises at once, with its log's error lines (nothing
     restarts it here: waiting out the timeout would only hide why)."""
     deadline, proc = time.monotonic() + timeout, speed_process(cfg, p)
+    if host_control.uses_host(cfg, None):
+        proc = host_control.host_process(cfg)
     while time.monotonic() < deadline:
         lags = [lag_records(cfg, p, q, None if q == "ingest" else version) for q in queries]
         if all(lag is not None and lag <= max_lag for lag in lags):
             return True
-        if job_must_run and not proc.running():
+        if job_must_run and not speed_running(cfg, p):
             from infra.services.log_evidence import job_evidence
 
             raise ServiceError(f"speed: the job of {p.name} exited with lag {lags}; log {proc.log_file} (its error "

@@ -54,9 +54,9 @@ def apply_mode(cfg: TidewaterConfig) -> None:
 
 
 def restart_speed(cfg: TidewaterConfig, p: Pipeline) -> None:
-    from spark_jobs.speed.control import speed_process, start_speed, stop_speed
+    from spark_jobs.speed.control import speed_running, start_speed, stop_speed
 
-    if speed_process(cfg, p).running():
+    if speed_running(cfg, p):
         stop_speed(cfg, p)
         start_speed(cfg, p)
         progress(f"restarted the speed job of {p.name} in {cfg.mode} mode")
