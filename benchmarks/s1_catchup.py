@@ -44,7 +44,7 @@ def _ops_batches(cfg: TidewaterConfig, query: str) -> list[dict[str, Any]]:
 
 def _caught_up(cfg: TidewaterConfig, topic: str, target: dict[int, int]) -> bool:
     """Both speed-layer queries recorded end offsets at the topic end in ops.stream_progress."""
-    from spark_jobs.speed.control import parse_offsets
+    from spark_jobs.speed.lag import parse_offsets
 
     for query in ("ingest", "speed"):
         rows = _ops_batches(cfg, query)

@@ -30,14 +30,13 @@ from spark_jobs.shared.background import Background
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
     LAG_POLL_SECONDS,
-    committed_offsets,
-    lag_records,
     require_topic,
     speed_process,
     speed_running,
     start_speed,
     stop_speed,
 )
+from spark_jobs.speed.lag import committed_offsets, lag_records
 
 
 def check_history(cfg: TidewaterConfig, p: Pipeline) -> dict[int, tuple[int, int]]:

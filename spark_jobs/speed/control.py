@@ -9,7 +9,6 @@ report it there. The active speed version is read from
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from lakehouse.speed_versions import active_version
 from spark_jobs.io.kafka_admin import offsets, require_log_append_time
 from spark_jobs.shared import definition_guard
 from spark_jobs.speed import host_control
+from spark_jobs.speed.lag import lag_after, lag_records, topic_offsets
 
 REFUSAL = "tidewater: "  # how a speed job's log line starts that names why it refused to start
 START_POLL_SECONDS = 0.25  # between two reads of a starting job's new log lines (a file read)
@@ -169,59 +169,6 @@ def require_topic(cfg: TidewaterConfig, p: Pipeline) -> None:
     if not found:
         raise TopicMissing(p.name, p.topic, cfg.kafka.bootstrap)
     require_log_append_time(cfg, p.topic)
-
-
-def parse_offsets(text: str | None) -> dict[str, Any]:
-    """Kafka source offsets JSON ({topic: {partition: offset}}); {} when absent or unreadable."""
-    import ast
-
-    if not text:
-        return {}
-    try:
-        return dict(json.loads(text))
-    except ValueError:
-        try:
-            return dict(ast.literal_eval(text))
-        except (ValueError, SyntaxError):
-            return {}
-
-
-def committed_offsets(cfg: TidewaterConfig, p: Pipeline, query: str = "speed",
-                      version: int | None = None) -> dict[str, int] | None:
-    """{partition: offset} that ``query`` (version) has committed, from ``ops.stream_progress``;
-    None before its first batch."""
-    from spark_jobs.io.ops_reader import latest_progress
-
-    last = latest_progress(cfg, p.name, query=query, version=version)
-    if not last:
-        return None
-    return topic_offsets(last, p.topic)
-
-
-def topic_offsets(progress: dict[str, Any], topic: str) -> dict[str, int]:
-    """{partition: offset} of ``topic`` in a progress row's ``end_offsets`` ({} when absent)."""
-    return {str(k): int(v) for k, v in parse_offsets(progress.get("end_offsets")).get(topic, {}).items()}
-
-
-def lag_records(cfg: TidewaterConfig, p: Pipeline, query: str = "speed", version: int | None = None) -> int | None:
-    """Records in the topic that ``query`` (version) has not yet committed; None before its first batch."""
-    if version is None and query == "speed":
-        version = active_version(cfg, p.name)
-    committed = committed_offsets(cfg, p, query, version)
-    if committed is None:
-        return None
-    return sum(partition_lag(cfg, p.topic, committed).values())
-
-
-def partition_lag(cfg: TidewaterConfig, topic: str, committed: dict[str, int]) -> dict[str, int]:
-    """{partition: records in ``topic`` after the ``committed`` offset} (a partition never committed
-    counts from its earliest retained offset)."""
-    return lag_after(offsets(cfg, topic), committed)
-
-
-def lag_after(ends: dict[int, tuple[int, int]], committed: dict[str, int]) -> dict[str, int]:
-    """{partition: records after ``committed``} given ``offsets``' (earliest, end) per partition."""
-    return {str(part): max(0, end - committed.get(str(part), begin)) for part, (begin, end) in ends.items()}
 
 
 def wait_caught_up(cfg: TidewaterConfig, p: Pipeline, queries: tuple[str, ...] = ("ingest", "speed"),
