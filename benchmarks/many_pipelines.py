@@ -34,7 +34,7 @@ def definitions(count: int, prefix: str) -> dict[str, dict[str, Any]]:
         name = f"{prefix}_{letter}{i}"
         out[name] = {
             "name": name, "owner": "benchmarks", "description": f"scenario 9: {window['type']} windows of sensor events",
-            "topic": f"bench.{name}",
+            "topic": f"bench-{name.replace('_', '-')}",
             "schema": {"event_id": "string", "sensor_id": "string", "timestamp": "long", "temperature": "double"},
             "event_time": "timestamp", "event_id": "event_id", "keys": ["sensor_id"], "window": window,
             "aggregates": [{"name": "event_count", "fn": "count"},

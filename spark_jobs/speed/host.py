@@ -82,7 +82,11 @@ class Served:
             failed = [("start", str(exc))]
         finally:
             if run is not None:
-                run.stop()
+                try:
+                    run.stop()
+                except Exception as exc:  # the status must still be written: 'speed stop' waits for it
+                    print(f"speed host: {w.pipeline}: graceful stop failed: {one_line(str(exc))}", file=sys.stderr,
+                          flush=True)
         if failed:
             error = "; ".join(one_line(err) if name == "start" else f"query {name}: {one_line(err)}"
                               for name, err in failed)
