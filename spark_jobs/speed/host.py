@@ -5,7 +5,8 @@ One long-running process (``python -m spark_jobs.speed.host``, started detached 
 the pipelines it runs with the wanted set (``speed.host_state``: ``tidewater speed start/stop <p>``
 write and remove its entries) every ``RECONCILE_EVERY_S``. Each pipeline runs on a thread of its own
 (``Served``), in a session of its own (``spark.newSession()``: its own SQL settings and streaming
-queries over the shared SparkContext), with its Spark jobs in a FAIR pool named after it (set on
+queries over the shared SparkContext), with its Spark jobs in a FAIR pool named after it
+(``speed.host_pools``: each with the weight of the jobs' default pool, above the background work; set on
 that thread before its queries start, which the queries' threads inherit; the writes a micro-batch
 starts on threads of its own inherit it too: ``shared.background``). The per-pipeline part is
 ``speed.pipeline_run.PipelineRun``, the same as in a job of its own: the queries' locks, progress
@@ -24,9 +25,10 @@ import time
 from typing import Any
 
 from lakehouse.config import TidewaterConfig, load_config
-from lakehouse.pipeline import load_pipeline
+from lakehouse.pipeline import declared_pipelines, load_pipeline
 from spark_jobs.shared.background import POOL_PROPERTY
-from spark_jobs.speed.host_state import HOST_PROCESS, Wanted, wanted, write_status
+from spark_jobs.speed.host_pools import write_pools
+from spark_jobs.speed.host_state import HOST_PROCESS, Wanted, host_dir, wanted, write_status
 from spark_jobs.speed.pipeline_run import STARTUP_LOCK, STARTUP_WAIT_SECONDS, PipelineRun
 
 RECONCILE_EVERY_S = 0.5
@@ -122,7 +124,8 @@ def run_host(cfg: TidewaterConfig) -> None:
 
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
-    root = get_spark(cfg, "tidewater-speed-host")
+    pools = write_pools(host_dir(cfg), declared_pipelines())
+    root = get_spark(cfg, "tidewater-speed-host", extra={"spark.scheduler.allocation.file": str(pools)})
     served: dict[str, Served] = {}
     print(f"speed host: running ({HOST_PROCESS}, Spark {root.sparkContext.master}, "
           f"scheduler {root.sparkContext.getConf().get('spark.scheduler.mode')})", flush=True)

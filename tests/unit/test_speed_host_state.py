@@ -113,3 +113,14 @@ def test_a_folder_of_definitions_replaces_the_shipped_one(tmp_path: Path, monkey
     monkeypatch.setenv(PIPELINES_DIR_ENV, str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="TIDEWATER_PIPELINES_DIR.*an existing folder"):
         declared_pipelines()
+
+
+def test_the_hosts_pools_give_every_pipeline_the_default_pools_weight_above_the_background() -> None:
+    import xml.etree.ElementTree as ET
+
+    from spark_jobs.speed.host_pools import pools_xml
+
+    pools = {p.get("name"): (p.findtext("schedulingMode"), int(p.findtext("weight") or 0), int(p.findtext("minShare") or 0))
+             for p in ET.fromstring(pools_xml(["sensor_readings", "game_sessions"])).findall("pool")}
+    assert pools == {"default": ("FIFO", 100, 64), "background": ("FIFO", 1, 0),
+                     "sensor_readings": ("FIFO", 100, 0), "game_sessions": ("FIFO", 100, 0)}
