@@ -31,13 +31,15 @@ from infra.spark_session import get_spark
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {1: "s1_catchup", 2: "s2_latency", 3: "s3_batch", 4: "s4_replay", 5: "s5_serving", 6: "s6_flink",
-             7: "s7_sustained", 8: "s8_flat_cost", 9: "s9_alerts_flink"}
+             7: "s7_sustained", 8: "s8_flat_cost", 9: "s9_alerts_flink",
+             10: "s10_many_pipelines"}
 # scenarios that run on a stack of their own after the others: scenario 8 streams a day-old history that
 # must be ahead of the watermark, which the live events of scenarios 2, 5 and 7 have moved to now
 OWN_STACK = {8}
 NAMES = {1: "Speed-layer catch-up throughput", 2: "End-to-end latency", 3: "Batch full vs incremental vs DuckDB",
          4: "Kappa replay", 5: "Serving queries over JDBC", 6: "Flink peer catch-up", 7: "Sustained rate",
-         8: "Flat cost as history grows", 9: "Alerts against Flink MATCH_RECOGNIZE"}
+         8: "Flat cost as history grows", 9: "Alerts against Flink MATCH_RECOGNIZE",
+         10: "Many pipelines: shared speed host vs one JVM per pipeline"}
 
 
 def save_json_result(result: dict[str, Any], kind: str) -> Path:

@@ -52,7 +52,7 @@ def in_function_counts(root: Path) -> Counter[str]:
     """In-function import statements under ``root``, by what they import: ``project``, ``stdlib`` or the
     third-party package's name."""
     counts: Counter[str] = Counter()
-    for name in checked_files(root, skip=frozenset()):
+    for name in checked_files(root):
         for node in in_function_imports(ast.parse((root / name).read_text(encoding="utf-8"))):
             package = min(imported_packages(node))
             counts["project" if package in (".", *PROJECT_PACKAGES) else

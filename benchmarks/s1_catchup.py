@@ -34,7 +34,7 @@ from lakehouse.config import TidewaterConfig
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.io.kafka_admin import offsets
 from spark_jobs.io.ops_reader import read_rows
-from spark_jobs.speed.control import parse_offsets
+from spark_jobs.speed.lag import parse_offsets
 
 PIPELINE = "sensor_readings"
 

@@ -27,13 +27,16 @@ class Sizes:
     alerts_events: int         # scenario 9: pre-filled topic that both alert engines read
     alerts_watermark: str      # scenario 9: the bench pipeline's watermark, in both engines
     alerts_latency_seconds: int  # scenario 9: seconds at 1,000 events/s whose alerts are timed (plus the watermark)
+    many_pipelines: int        # scenario 10: generated pipelines per speed-host mode
+    many_rate: int             # scenario 10: events/s fed to each pipeline
+    many_seconds: int          # scenario 10: seconds of unmeasured load, then as many measured
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10, 30_000, "20 seconds", 15),
-    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 0, 2, 30, 300_000, "1 minute", 60),
-    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 12, 3, 2, 30, 1_000_000, "2 minutes", 120),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10, 30_000, "20 seconds", 15, 3, 1_000, 15),
+    "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 0, 2, 30, 300_000, "1 minute", 60, 6, 1_000, 60),
+    "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 10_000, 600, 20_000_000, 12, 3, 2, 30, 1_000_000, "2 minutes", 120, 10, 1_000, 120),
 }

@@ -19,7 +19,10 @@ from infra.spark_session import get_spark
 from lakehouse.config import load_config
 from lakehouse.pipeline import load_pipeline
 from spark_jobs.io.progress_recorder import ProgressRecorder
-from spark_jobs.speed.job import acquire_locks, finish_background_writes, query_checkpoints, start_queries
+from spark_jobs.speed.partials_table import drain_compactions
+from spark_jobs.speed.pipeline_run import acquire_locks, query_checkpoints
+from spark_jobs.speed.queries import start_queries
+from spark_jobs.speed.stream_progress_rows import drain
 
 PIPELINE = "sensor_readings"
 
@@ -70,7 +73,8 @@ def main(argv: list[str] | None = None) -> None:
         for q in queries.values():
             if q.isActive:
                 q.stop()
-        finish_background_writes()
+        drain()
+        drain_compactions()
         recorder.stop()
         dump = {n: [json.loads(pr.json) for pr in q.recentProgress] for n, q in queries.items()}
         Path(args.progress).write_text(json.dumps(dump))

@@ -58,13 +58,3 @@ DEFERRED: tuple[Deferred, ...] = (
 )
 
 PACKAGES: frozenset[str] = frozenset(d.package for d in DEFERRED)
-
-# Files whose in-function imports are not checked yet: other work edits them at the same time, and moving
-# their imports would collide with it. Each entry goes once that work has merged.
-UNCHECKED_FILES: frozenset[str] = frozenset({
-    "lakehouse/speed_versions.py",
-    "spark_jobs/io/progress_recorder.py",
-    "spark_jobs/speed/control.py",
-    "spark_jobs/speed/job.py",
-    "spark_jobs/speed/stream_progress_rows.py",
-})

@@ -32,6 +32,7 @@ ENV_OVERRIDES = {
     "TIDEWATER_KAFKA_BROKERS": "kafka.brokers",
     "TIDEWATER_SPARK_MASTER": "spark.master",
     "TIDEWATER_SPEED_NICE": "spark.speed_nice",
+    "TIDEWATER_SPEED_HOST": "speed.host",
     "TIDEWATER_WARM_UP_PLAN_ROUNDS": "spark.warm_up_plan_rounds",
     "TIDEWATER_WARM_UP_RECORD_ROUNDS": "spark.warm_up_record_rounds",
     "TIDEWATER_INTERPRETED_MAX_RECORDS": "spark.interpreted_max_records",

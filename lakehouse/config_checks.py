@@ -14,7 +14,7 @@ import re
 import socket
 from typing import TYPE_CHECKING
 
-from lakehouse.config_services import DAGS, DATABASES, LOOPBACK, MAX_BROKERS, MODES, PORT_STRIDE
+from lakehouse.config_services import DAGS, DATABASES, LOOPBACK, MAX_BROKERS, MODES, PORT_STRIDE, SPEED_HOSTS
 from lakehouse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ def validate(cfg: TidewaterConfig) -> None:
     _validate_hosts(cfg)
     if cfg.spark.max_offsets_per_trigger < 1:
         raise ConfigError("spark.max_offsets_per_trigger", cfg.spark.max_offsets_per_trigger, "an integer >= 1")
+    if cfg.speed.host not in SPEED_HOSTS:
+        raise ConfigError("speed.host", cfg.speed.host, "'per_pipeline' (one Spark application per pipeline) or "
+                          "'shared' (one speed host for every pipeline)")
     if not 0 <= cfg.spark.speed_nice <= 19:
         raise ConfigError("spark.speed_nice", cfg.spark.speed_nice, "an integer from 0 (no change) to 19 (lowest priority)")
     for key in ("warm_up_plan_rounds", "warm_up_record_rounds"):

@@ -74,11 +74,20 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
+class SpeedConfig:
+    # where the speed layer runs: "per_pipeline" = one Spark application per pipeline
+    # (spark_jobs/speed/job.py); "shared" = one speed host for every pipeline, one FAIR pool each
+    # (spark_jobs/speed/host.py)
+    host: str = "per_pipeline"
+
+
+@dataclass(frozen=True)
 class TidewaterConfig:
     data_dir: Path = Path(".tidewater")
     mode: str = "lambda"
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
+    speed: SpeedConfig = field(default_factory=SpeedConfig)
     metastore: MetastoreConfig = field(default_factory=MetastoreConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
     thrift: ThriftConfig = field(default_factory=ThriftConfig)

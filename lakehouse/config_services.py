@@ -10,6 +10,7 @@ from dataclasses import dataclass
 # the choices of a database setting, first = default (postgres: infra/services/postgres.py, docs/operations.md)
 DATABASES = {"metastore.backend": ("derby", "postgres"), "airflow.database": ("sqlite", "postgres")}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SPEED_HOSTS = ("per_pipeline", "shared")  # speed.host (lakehouse.config_model.SpeedConfig)
 MODES = ("lambda", "kappa")
 DAGS = ("speed", "batch", "quality", "maintenance", "replay")  # dags/tidewater_<name>.py
 MAX_BROKERS = 9

@@ -20,11 +20,14 @@ from lakehouse.pipeline_spec import FIELD_TYPES, Aggregate, Pipeline, Window, du
 from lakehouse.yaml_file import read_yaml
 
 # the definition's typed values are imported from here by the rest of the code
-__all__ = ["FIELD_TYPES", "OVERRIDABLE", "PIPELINES_DIR", "PIPELINES_ENV", "Aggregate", "Pipeline", "Window",
+__all__ = ["FIELD_TYPES", "OVERRIDABLE", "PIPELINES_DIR", "PIPELINES_ENV", "PIPELINES_DIR_ENV", "Aggregate", "Pipeline", "Window",
            "available_pipelines", "declared_pipelines", "duration_seconds", "load_pipeline", "parse_pipeline"]
 
 PIPELINES_DIR = Path(__file__).resolve().parent / "pipelines"
 PIPELINES_ENV = "TIDEWATER_PIPELINES"
+# another folder of definitions instead of PIPELINES_DIR (e.g. generated ones: benchmarks/s10_many_pipelines.py);
+# processes started from one with it set (speed jobs, the speed host) inherit it
+PIPELINES_DIR_ENV = "TIDEWATER_PIPELINES_DIR"
 OVERRIDABLE = ("watermark", "allowed_lateness", "max_future_skew")  # per pipeline, in tidewater.yml
 _REPO = Path(__file__).resolve().parent.parent
 
@@ -50,7 +53,7 @@ def parse_pipeline(raw: dict[str, Any], source: str = "<dict>") -> Pipeline:
 
 def load_pipeline(name: str, overrides: dict[str, dict[str, Any]] | None = None) -> Pipeline:
     """Load ``<name>.yml`` with the config's overrides of it (``OVERRIDABLE``); an error names the file."""
-    path, known = PIPELINES_DIR / f"{name}.yml", ", ".join(declared_pipelines()) or "none"
+    path, known = pipelines_dir() / f"{name}.yml", ", ".join(declared_pipelines()) or "none"
     if not NAME.match(str(name)):
         raise PipelineDefinitionError(str(name), "", "is not lower_snake_case (letters, digits, _); "
                                       f"known pipelines: {known}")
@@ -80,8 +83,19 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(_REPO)) if path.is_relative_to(_REPO) else str(path)
 
 
+def pipelines_dir() -> Path:
+    """The folder of the definitions: ``$TIDEWATER_PIPELINES_DIR`` when set, else ``lakehouse/pipelines``."""
+    chosen = os.environ.get(PIPELINES_DIR_ENV, "").strip()
+    if not chosen:
+        return PIPELINES_DIR
+    folder = Path(chosen)
+    if not folder.is_dir():
+        raise ConfigError(PIPELINES_DIR_ENV, chosen, "an existing folder of pipeline definitions (<name>.yml)")
+    return folder
+
+
 def declared_pipelines() -> list[str]:
-    return sorted(p.stem for p in PIPELINES_DIR.glob("*.yml"))
+    return sorted(p.stem for p in pipelines_dir().glob("*.yml"))
 
 
 def available_pipelines() -> list[str]:

@@ -1,8 +1,7 @@
 """Imports at module top (a step of ``make lint``, and a unit test): an import inside a function may only
 name a package of ``infra.deferred_imports.PACKAGES``.
 
-An import under ``if TYPE_CHECKING:`` at module level is a module-top import. Files in
-``infra.deferred_imports.UNCHECKED_FILES`` are skipped.
+An import under ``if TYPE_CHECKING:`` at module level is a module-top import.
 
 Run: ``python -m tests.in_function_imports`` (exit 1 and ``path:line: import`` for each one not allowed).
 """
@@ -15,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.deferred_imports import PACKAGES, UNCHECKED_FILES
+from infra.deferred_imports import PACKAGES
 from tests.import_cycles import PACKAGES as PROJECT_PACKAGES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,13 +45,12 @@ def violations(source: str, allowed: frozenset[str] = PACKAGES) -> list[tuple[in
             if not imported_packages(node) <= allowed]
 
 
-def checked_files(repo: Path = REPO, skip: frozenset[str] = UNCHECKED_FILES) -> list[str]:
-    """The project's Python files git tracks or would track, minus ``skip``."""
+def checked_files(repo: Path = REPO) -> list[str]:
+    """The project's Python files git tracks or would track."""
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--",
                           *(f"{package}/*.py" for package in PROJECT_PACKAGES)],
                          cwd=repo, capture_output=True, text=True, check=True).stdout
-    return sorted(name for name in set(out.split("\0")) if name and name not in skip
-                  and (repo / name).is_file())
+    return sorted(name for name in set(out.split("\0")) if name and (repo / name).is_file())
 
 
 def find(repo: Path = REPO) -> list[str]:

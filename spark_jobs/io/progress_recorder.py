@@ -27,10 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import naming
+from lakehouse import contracts, naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import STREAM_PROGRESS
 from lakehouse.progress_records import StreamProgress
+from spark_jobs.io import lineage
+from spark_jobs.io.delta_io import idempotent_append
+from spark_jobs.io.local_rows import local_frame
+from spark_jobs.io.ops_reader import table_path, txn_versions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -169,16 +173,12 @@ class ProgressRecorder:
 
     def recover(self) -> int:
         """Write the rows of committed batches whose progress a crash lost; returns how many."""
-        from lakehouse import contracts
-
         contracts.ensure(self.spark, STREAM_PROGRESS)
         return sum(self.write(query, []) for query in self.checkpoints)
 
     def missing_rows(self, query: str, done: int, before: int | None) -> list[StreamProgress]:
         """Rows rebuilt from the checkpoint's offset log for the committed batches after ``done`` (and
         before ``before``): those whose progress event a kill, or a failed write, lost."""
-        from spark_jobs.io import lineage
-
         version, checkpoint = self.checkpoints[query]
         if lineage.is_new(checkpoint):
             return []
@@ -190,22 +190,14 @@ class ProgressRecorder:
         return rows
 
     def app_id(self, query: str) -> str:
-        from spark_jobs.io import lineage
-
         return naming.txn_app_id(self.pipeline, f"progress-{query}", lineage.query_id(self.checkpoints[query][1]))
 
     def last_written(self, query: str) -> int:
-        from spark_jobs.io.ops_reader import table_path, txn_versions
-
         return txn_versions(table_path(self.cfg, STREAM_PROGRESS.name)).get(self.app_id(query), -1)
 
     def write(self, query: str, rows: list[StreamProgress]) -> int:
         """Append ``rows`` above the lineage's last written batch, preceded by the rows of any committed
         batch between the two (``missing_rows``): a lineage's rows never have a gap."""
-        from spark_jobs.io import lineage
-        from spark_jobs.io.delta_io import idempotent_append
-        from spark_jobs.io.local_rows import local_frame
-
         if not rows and lineage.is_new(self.checkpoints[query][1]):  # nothing committed: no query id yet
             return 0
         done = self.last_written(query)

@@ -40,13 +40,13 @@ from spark_jobs.shared.locks import exclusive, held_elsewhere, switch_lock_name
 from spark_jobs.shared.serving_view import view_lock
 from spark_jobs.speed.control import (
     LAG_POLL_SECONDS,
-    committed_offsets,
-    lag_records,
     require_topic,
     speed_process,
+    speed_running,
     start_speed,
     stop_speed,
 )
+from spark_jobs.speed.lag import committed_offsets, lag_records
 from spark_jobs.speed.lineages import version_checkpoints
 
 
@@ -151,7 +151,7 @@ def catch_up_and_switch(cfg: TidewaterConfig, p: Pipeline, new: int, active: int
     """Run speed version ``new`` alone until it is level with ``active``, then switch to it. ``ready``
     waits for what the switch needs (``in_background``); if it fails, nothing is switched."""
     job = f"replay-{p.name}-v{new}"
-    main_running = speed_process(cfg, p).running()
+    main_running = speed_running(cfg, p)
     started = time.monotonic()
     start_speed(cfg, p, version=new, queries="speed", starting_offsets=starting_offsets, name=job)
     deadline = started + timeout

@@ -8,14 +8,17 @@ import time
 from typing import Any
 
 BACKGROUND_POOL = "background"  # the FAIR scheduler pool of work that may wait (infra/fairscheduler.xml)
+POOL_PROPERTY = "spark.scheduler.pool"  # the thread-local Spark property that names a thread's pool
 
 
 class Background:
     """Run ``fn(*args)`` on a thread of its own (Spark runs jobs of several threads side by side);
     ``join`` waits, re-raises its error and returns its seconds. ``pool``: the FAIR scheduler pool
-    of the thread's Spark jobs (None: the default pool)."""
+    of the thread's Spark jobs (None: the pool of the thread that starts it, e.g. a pipeline's pool in
+    the speed host, ``spark_jobs.speed.host``)."""
 
     def __init__(self, fn: Any, *args: Any, pool: str | None = None) -> None:
+        pool = pool or callers_pool()
         self.error: BaseException | None = None
         self.started, self.seconds = time.monotonic(), 0.0
         self.thread = threading.Thread(target=self._run, args=(fn, pool, *args), daemon=True)
@@ -28,7 +31,7 @@ class Background:
 
                 context = SparkContext._active_spark_context
                 if context is not None:  # a thread-local property: this thread's jobs only
-                    context.setLocalProperty("spark.scheduler.pool", pool)
+                    context.setLocalProperty(POOL_PROPERTY, pool)
             fn(*args)
         except BaseException as exc:  # handed to the joining thread
             self.error = exc
@@ -39,6 +42,14 @@ class Background:
         if self.error is not None:
             raise self.error
         return self.seconds
+
+
+def callers_pool() -> str | None:
+    """The FAIR scheduler pool this thread's Spark jobs run in (None: the default pool)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return context.getLocalProperty(POOL_PROPERTY) if context is not None else None
 
 
 class Inflight:

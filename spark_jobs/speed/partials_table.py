@@ -33,9 +33,10 @@ def compactions(table: str) -> Inflight:
     return _compactions.setdefault(table, Inflight())
 
 
-def drain_compactions() -> None:
-    """Wait for every compaction under way in this process (a graceful stop); re-raises a failure."""
-    for runs in list(_compactions.values()):
+def drain_compactions(table: str | None = None) -> None:
+    """Wait for the compaction under way of ``table`` (None: of every table in this process) at a
+    graceful stop; re-raises a failure."""
+    for runs in [compactions(table)] if table is not None else list(_compactions.values()):
         runs.drain()
 
 

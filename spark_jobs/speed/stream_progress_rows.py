@@ -8,7 +8,8 @@ made in line it held back the next micro-batch, and so the freshness of every la
    returns, then a thread appends them (one commit tagged ``<lineage>/<micro-batch>``, like the data)
    while the next micro-batch runs, and deletes the file. At most one append is in flight: the next
    ``submit`` waits for the previous one, so rows commit in micro-batch order;
-2. a graceful stop waits for the thread (``drain``);
+2. a graceful stop waits for the thread (``drain``: the appends of one pipeline, since a speed host runs
+   many pipelines' streams and each waits only for its own);
 3. after a crash, ``recover`` (before the query starts) appends every pending row that
    ``ops.stream_progress`` does not hold yet. A failed append fails the next micro-batch (fail
    closed): the query restarts and ``recover`` writes the rows.
@@ -28,15 +29,27 @@ from typing import Any
 
 from lakehouse import contracts
 from lakehouse.progress_records import StreamProgress
+from spark_jobs.io.delta_io import tagged_append
+from spark_jobs.io.local_rows import local_frame
+from spark_jobs.io.rerun import progress_written
 from spark_jobs.shared.background import Inflight
 
 APPEND_ATTEMPTS = 3
-_inflight = Inflight()  # appends under way in this process (every StreamBatch)
+# appends under way in this process, per pipeline (its checkpoints' folder): a speed host runs many
+# pipelines' streams, and one pipeline's micro-batch waits only for its own rows, never another's
+_inflight: dict[Path, Inflight] = {}
 
 
-def drain() -> None:
-    """Wait for every append under way; re-raises the first failure."""
-    _inflight.drain()
+def inflight(checkpoints: Path) -> Inflight:
+    """The appends under way of the pipeline whose checkpoints are in folder ``checkpoints``."""
+    return _inflight.setdefault(checkpoints, Inflight())
+
+
+def drain(checkpoints: Path | None = None) -> None:
+    """Wait for the appends under way (of one pipeline's ``checkpoints`` folder; None: every pipeline's);
+    re-raises the first failure."""
+    for runs in [inflight(checkpoints)] if checkpoints is not None else list(_inflight.values()):
+        runs.drain()
 
 
 def pending_dir(checkpoint: Path) -> Path:
@@ -74,24 +87,21 @@ def append_with_retries(append: Any, written: Any, tag: str, attempts: int = APP
 class ProgressRows:
     def __init__(self, spark: Any, checkpoint: Path) -> None:
         self.spark, self.folder = spark, pending_dir(checkpoint)
+        self.inflight = inflight(checkpoint.parent)
 
     def submit(self, tag: str, batch_id: int, rows: list[StreamProgress]) -> None:
-        drain()
+        self.inflight.drain()
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{batch_id:020d}.json"
         scratch = path.with_suffix(".tmp")
         scratch.write_text(encode(tag, rows))
         os.replace(scratch, path)
-        _inflight.start(self.append, tag, rows, path)
+        self.inflight.start(self.append, tag, rows, path)
 
     def append(self, tag: str, rows: list[StreamProgress], path: Path) -> None:
         """One tagged append (``append_with_retries``): a failure that stayed would surface only at the
         next micro-batch, and a stream that receives nothing more has none (its readers would see its
         last micro-batch's offsets as lag until then)."""
-        from spark_jobs.io.delta_io import tagged_append
-        from spark_jobs.io.local_rows import local_frame
-        from spark_jobs.io.rerun import progress_written
-
         schema = contracts.STREAM_PROGRESS.schema
         values = [list(r.row()) for r in rows]
         first = rows[0]
@@ -102,9 +112,7 @@ class ProgressRows:
 
     def recover(self) -> int:
         """Append the pending rows that a crash left unwritten; returns how many micro-batches."""
-        from spark_jobs.io.rerun import progress_written
-
-        drain()
+        self.inflight.drain()
         written = 0
         for path in sorted(self.folder.glob("*.json")) if self.folder.exists() else []:
             tag, rows = decode(path.read_text())

@@ -1,4 +1,4 @@
-"""The benchmark harness in quick mode (scenarios 1-5, 7 and 8; 6 and 9 need the Flink venv) produces correct answers.
+"""The benchmark harness in quick mode (scenarios 1-5, 7, 8 and 10; 6 and 9 need the Flink venv) produces correct answers.
 
 One harness run (its own isolated stack: temp data folder, free ports, real Kafka, metastore,
 Spark, Delta) feeds one test per scenario. Each asserts that the scenario ran and every one of its
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
-QUICK = [1, 2, 3, 4, 5, 7, 8]
+QUICK = [1, 2, 3, 4, 5, 7, 8, 10]
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def test_the_file_gets_a_new_time_only_when_work_advanced(spark: Any, tmp_path: 
 def test_a_running_context_is_not_stopped_and_a_gone_one_is(spark: Any) -> None:
     from types import SimpleNamespace
 
-    from spark_jobs.speed.job import context_stopped
+    from spark_jobs.speed.pipeline_run import context_stopped
 
     assert context_stopped(spark) is False
     assert context_stopped(SimpleNamespace(sparkContext=SimpleNamespace(_jsc=None))) is True  # the JVM is gone

@@ -60,7 +60,7 @@ def _loaded_in_fresh_interpreter(code: str, tmp_path: Path) -> dict[str, list[st
 
 def _project_modules() -> list[str]:
     names = [name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-             for name in checked_files(skip=frozenset())]
+             for name in checked_files()]
     return sorted(set(names) - OTHER_ENVIRONMENT)
 
 

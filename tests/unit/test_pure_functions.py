@@ -14,7 +14,7 @@ from lakehouse.contracts import MIN_EVENT_MS, result_columns
 from lakehouse.pipeline import load_pipeline
 from lakehouse.progress_records import StreamProgress
 from spark_jobs.shared.serving_view import served_select, view_sql
-from spark_jobs.speed.control import parse_offsets, topic_offsets
+from spark_jobs.speed.lag import parse_offsets, topic_offsets
 
 pytestmark = pytest.mark.unit
 CUTOFF = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import available_pipelines, load_pipeline
-from spark_jobs.speed.control import speed_process, start_speed, stop_speed
+from spark_jobs.speed.control import speed_running, start_speed, stop_speed
 from tidewater.commands import progress
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def apply_mode(cfg: TidewaterConfig) -> None:
 
 
 def restart_speed(cfg: TidewaterConfig, p: Pipeline) -> None:
-    if speed_process(cfg, p).running():
+    if speed_running(cfg, p):
         stop_speed(cfg, p)
         start_speed(cfg, p)
         progress(f"restarted the speed job of {p.name} in {cfg.mode} mode")
