@@ -41,7 +41,7 @@ SOURCE = """CREATE TABLE readings (
   'format' = 'json', 'json.ignore-parse-errors' = 'false'
 )"""
 
-SINK = """CREATE TABLE matches (
+SINK = """CREATE TABLE alert_matches (
   match_key STRING, first_id STRING, then_id STRING, first_ms BIGINT, then_ms BIGINT
 ) WITH (
   'connector' = 'filesystem', 'path' = '{path}', 'format' = 'json',
@@ -156,7 +156,7 @@ def main() -> None:
         raise SystemExit(f"flink_match_job: sink directory {sink} is not empty")
     env.execute_sql(SINK.format(path=sink.as_uri(), interval=args.checkpoint_s))
     started = time.monotonic()
-    env.execute_sql(f"INSERT INTO matches {query}").wait()
+    env.execute_sql(f"INSERT INTO alert_matches {query}").wait()
     seconds = time.monotonic() - started
     matches, files, uncommitted = read_matches(sink)
     print(json.dumps({"seconds": round(seconds, 2), "files": files, "uncommitted": uncommitted,
