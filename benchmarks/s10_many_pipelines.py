@@ -144,7 +144,7 @@ def measure_mode(spark: Any, cfg: TidewaterConfig, sizes: Sizes, names: list[str
 
 
 def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dict[str, Any]) -> ScenarioResult:
-    res = ScenarioResult(9, "Many pipelines: shared speed host vs one JVM per pipeline")
+    res = ScenarioResult(10, "Many pipelines: shared speed host vs one JVM per pipeline")
     res.settings = {"pipelines_per_mode": sizes.many_pipelines, "rate_per_pipeline": sizes.many_rate,
                     "seconds_warm": sizes.many_seconds, "seconds_measured": sizes.many_seconds,
                     "driver_memory": cfg.spark.driver_memory, "trigger": f"processingTime {cfg.spark.trigger_seconds} s",

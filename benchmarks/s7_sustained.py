@@ -1,4 +1,4 @@
-"""Scenario 7: a sustained rate (goal: 10,000 events/s for 10 minutes, consumer lag bounded).
+"""Scenario 7: a sustained rate (the size's rate, 20,000 events/s at full size, for 10 minutes, consumer lag bounded).
 
 The speed job runs as ``tidewater speed start`` would run it; a paced producer (scenario 2's) sends
 ``rate`` events/s for ``seconds``; a sampler records, every ``SAMPLE_S``, the consumer lag: records in

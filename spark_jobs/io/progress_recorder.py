@@ -20,6 +20,7 @@ The platform's own facts are exactly once, like the data:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
@@ -205,6 +206,10 @@ class ProgressRecorder:
         rows = self.missing_rows(query, done, rows[0].batch_id if rows else None) + rows
         if not rows:
             return 0
+        # one time for the whole append: a row rebuilt here must never look newer than a later batch's
+        # row (readers take a lineage's newest row by recorded_at, then batch_id)
+        written_at = datetime.now(UTC)
+        rows = [dataclasses.replace(r, recorded_at=written_at) for r in rows]
         df = local_frame(self.spark, [list(r.row()) for r in rows], STREAM_PROGRESS.schema)
         idempotent_append(df, STREAM_PROGRESS.name, self.app_id(query), rows[-1].batch_id)
         return len(rows)
