@@ -27,13 +27,13 @@ def flink(ratio: float, status: str = "ok") -> dict[str, Any]:
 
 
 def test_the_newest_full_size_result_that_measured_a_goal_is_shown() -> None:
-    results = [("20261201T000000Z-full", bench("full", "a" * 40, flink(0.21))),
-               ("20261202T000000Z-full", bench("full", "b" * 40, flink(0.26))),
+    results = [("20261201T000000Z-full", bench("full", "a" * 40, flink(0.41))),
+               ("20261202T000000Z-full", bench("full", "b" * 40, flink(0.52))),
                ("20261203T000000Z-medium", bench("medium", "c" * 40, flink(0.5))),  # not the goal's size
                ("20261204T000000Z-full", bench("full", "d" * 40, {"id": 6, "status": "skipped", "ratios": {},
                                                                    "metrics": {}}))]
     stem, result, (measured, ratio, met) = latest(FLINK, results) or ("", {}, ("", "", None))
-    assert (stem, result["git"]["commit"][0], ratio, met) == ("20261202T000000Z-full", "b", "0.260x Flink", True)
+    assert (stem, result["git"]["commit"][0], ratio, met) == ("20261202T000000Z-full", "b", "0.520x Flink", True)
     assert measured == "Flink 400,000 events/s"
 
 
