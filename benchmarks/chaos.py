@@ -42,7 +42,7 @@ def run(steps: int, seed: int, out: Path) -> dict[str, Any]:
     per_sequence = -(-steps // (len(names) * len(MODES)))
     result: dict[str, Any] = {"seed": seed, "steps_requested": steps, "host_tz": HOST_TZ, "git": git_facts(),
                               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "sequences": []}
-    with isolated_stack() as stack_cfg:
+    with isolated_stack(alerts=True) as stack_cfg:  # the product as shipped, alerts queries included
         spark = get_spark(stack_cfg, "tidewater-chaos")
         for mode in MODES:
             os.environ["TIDEWATER_MODE"] = mode

@@ -28,10 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @contextmanager
-def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
-    """The shared isolated stack (tidewater/isolated_stack.py) in lambda mode, for one benchmark run, its
-    pipelines the shipped definitions without their ``alerts:`` sections (``speed_layer_definitions``)."""
-    folder = speed_layer_definitions(Path(tempfile.mkdtemp(prefix="tidewater-bench-pipelines-")))
+def isolated_stack(keep: bool = False, alerts: bool = False) -> Iterator[TidewaterConfig]:
+    """The shared isolated stack (tidewater/isolated_stack.py) in lambda mode, for one benchmark run; its
+    pipelines are the shipped definitions, without their ``alerts:`` sections unless ``alerts``
+    (``speed_layer_definitions``)."""
+    folder = speed_layer_definitions(Path(tempfile.mkdtemp(prefix="tidewater-bench-pipelines-")), alerts)
     try:
         with isolated_env("tidewater-bench-", {"TIDEWATER_MODE": "lambda", PIPELINES_DIR_ENV: str(folder)},
                           keep=keep), running_stack(load_config()) as cfg:
@@ -40,13 +41,14 @@ def isolated_stack(keep: bool = False) -> Iterator[TidewaterConfig]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def speed_layer_definitions(folder: Path, shipped: Path = PIPELINES_DIR) -> Path:
-    """The shipped pipeline definitions in ``folder`` without their ``alerts:`` sections: the scenarios
-    measure the speed layer against baselines that do the same work, and a pipeline's alerts query is one
-    more streaming query in its speed job (scenario 9 measures it on its own)."""
+def speed_layer_definitions(folder: Path, alerts: bool = False, shipped: Path = PIPELINES_DIR) -> Path:
+    """The shipped pipeline definitions in ``folder``, without their ``alerts:`` sections unless ``alerts``:
+    the scenarios measure the speed layer against baselines that do the same work, and a pipeline's alerts
+    query is one more streaming query in its speed job (scenario 9 measures it on its own)."""
     for path in shipped.glob("*.yml"):
         raw = read_yaml(path)
-        raw.pop("alerts", None)
+        if not alerts:
+            raw.pop("alerts", None)
         (folder / path.name).write_text(yaml.safe_dump(raw, sort_keys=False))
     return folder
 
