@@ -51,8 +51,10 @@ def alerts_topic(topic: str) -> str:
 
 def alerts_checkpoint(cfg: TidewaterConfig, pipeline: str) -> Path:
     """The alerts query's checkpoint: one lineage of its own, outside the speed versions' ``<query>_v<N>``
-    folders (replay and maintenance never take it for a speed version's)."""
-    return cfg.data_dir / "checkpoints" / pipeline / "alerts"
+    folders (replay and maintenance never take it for a speed version's). Its name changes when the query's
+    plan changes in a way Spark cannot restart from: a new lineage recomputes the alerts from the earliest
+    offsets, and the sink's MERGE skips every alert already stored."""
+    return cfg.data_dir / "checkpoints" / pipeline / "alert_patterns"
 
 
 def speed_partials_table(pipeline: str, version: int = 1) -> str:

@@ -1,9 +1,9 @@
 """The alerts step: a pipeline's deduplicated, watermarked valid events -> the alerts of its patterns, one
 ``transformWithState`` (row-based, event time, RocksDB state) grouped by (pattern, key).
 
-Each event becomes one row per pattern (``pattern_rows``): the pattern's key as a string, the event's id
-and time, and whether it matches the pattern's conditions (``Condition.apply`` on Spark columns: never
-a SQL string). Per group the state is one ``alerts.matcher.Matcher`` (JSON); each call (new rows or an
+Each event becomes one row per pattern (``pattern_rows``, one projection for all patterns): the pattern's
+key as a string, the event's id and time, and whether it matches the pattern's conditions
+(``Condition.apply`` on Spark columns: never a SQL string). Per group the state is one ``alerts.matcher.Matcher`` (JSON); each call (new rows or an
 expired timer) advances the matcher to the current watermark, emits what it decided, and keeps one
 event-time timer registered at the next watermark at which anything the group holds can be decided or
 leave (``Matcher.schedule``): one timer per group, not one per event, since every registration and every
@@ -88,25 +88,27 @@ def _condition(pattern: AlertPattern, which: str) -> Column:
     return F.coalesce(condition.apply(F.col(condition.field)), F.lit(False))
 
 
-def pattern_rows(p: Pipeline, pattern: AlertPattern, events: DataFrame) -> DataFrame:
-    """One row per event of ``events`` that ``pattern`` looks at: pattern, key, event id and time, flags."""
+def pattern_rows(p: Pipeline, events: DataFrame) -> DataFrame:
+    """One row per (pattern, event) that the pattern looks at: pattern, key, event id and time, flags. One
+    projection over ``events`` for every pattern (an array of one struct per pattern, exploded): a union
+    of one branch per pattern would make each micro-batch read and parse Kafka, and keep the dedup state,
+    once per pattern."""
     from pyspark.sql import functions as F
 
-    rows = events.select(F.lit(pattern.name).alias("pattern"), F.col(pattern.key).cast("string").alias("key"),
-                         F.col(p.event_id).alias("event_id"), F.unix_millis("event_time").alias("event_ms"),
-                         _condition(pattern, "first").alias("first"), _condition(pattern, "then").alias("then"))
-    return rows.where("key IS NOT NULL AND (first OR then)")
+    per_pattern = [F.struct(F.lit(a.name).alias("pattern"), F.col(a.key).cast("string").alias("key"),
+                            _condition(a, "first").alias("first"), _condition(a, "then").alias("then"))
+                   for a in p.alerts]
+    rows = events.select(F.col(p.event_id).alias("event_id"), F.unix_millis("event_time").alias("event_ms"),
+                         F.explode(F.array(*per_pattern)).alias("row"))
+    return (rows.select("row.pattern", "row.key", "event_id", "event_ms", "row.first", "row.then")
+            .where("key IS NOT NULL AND (first OR then)"))
 
 
 def pattern_alerts(p: Pipeline) -> Callable[[DataFrame], DataFrame]:
     """Deduplicated, watermarked valid events -> alerts: ``OUTPUT_SCHEMA``'s columns."""
 
     def _alerts(events: DataFrame) -> DataFrame:
-        rows = [pattern_rows(p, pattern, events) for pattern in p.alerts]
-        union = rows[0]
-        for more in rows[1:]:
-            union = union.unionByName(more)
-        return union.groupBy("pattern", "key").transformWithState(
+        return pattern_rows(p, events).groupBy("pattern", "key").transformWithState(
             _processor_class()(p), OUTPUT_SCHEMA, "Append", "EventTime")
 
     return _alerts
