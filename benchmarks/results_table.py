@@ -77,8 +77,11 @@ GOAL_BRONZE_EVENTS = 16_000_000  # the incremental and ledger goals hold at this
 
 
 def at_goal_size(r: Result) -> bool:
+    """Whether scenario 3 ran at the goal's bronze size: the full size's 16M events, plus the events that
+    the scenarios before it left in the same stack's bronze (about 9M in a run of every scenario); not a
+    run over a bigger bronze (``--batch-events``)."""
     events = r["metrics"].get("full", {}).get("events")
-    return events is not None and events <= 1.25 * GOAL_BRONZE_EVENTS
+    return events is not None and 0.8 * GOAL_BRONZE_EVENTS <= events <= 2 * GOAL_BRONZE_EVENTS
 
 
 def _incremental(r: Result) -> Reading | None:
