@@ -6,7 +6,7 @@ Kafka -> parse -> valid events -> watermark and dedup (as the speed layer) -> ``
 -> ``alerts.sink.AlertSink`` (``alerts.<p>``, then ``<topic>.alerts``). Its checkpoint is one lineage
 of its own (``naming.alerts_checkpoint``), since its state cannot be taken over by another query: a new
 one (first start, or a checkpoint deleted) starts from ``kafka.starting_offsets`` (the earliest by
-default), and every alert it recomputes has the ``alert_id`` already stored, which the MERGE skips.
+default), and every alert it recomputes has the ``alert_id`` already stored, which the sink's MERGE skips.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def start_alerts(spark: Any, cfg: TidewaterConfig, p: Pipeline, trigger: dict[st
     ensure_alerts_topic(cfg, naming.alerts_topic(p.topic))
     events = read_stream(spark, cfg, p.topic).transform(with_kafka_metadata).transform(classify(p))
     alerts = valid_events(events).transform(with_watermark_dedup(p)).transform(pattern_alerts(p))
-    sink: MicroBatchSink = AlertSink(spark, cfg, p)
+    checkpoint = naming.alerts_checkpoint(cfg, p.name)
+    sink: MicroBatchSink = AlertSink(spark, cfg, p, checkpoint)
     return (alerts.writeStream.queryName(f"{p.name}_{QUERY}").outputMode("append").foreachBatch(sink)
-            .option("checkpointLocation", str(naming.alerts_checkpoint(cfg, p.name))).trigger(**trigger).start())
+            .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())

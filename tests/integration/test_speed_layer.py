@@ -208,6 +208,47 @@ def test_speed_layer_tables_match_hand_computed_values(spark: SparkSession, stac
                      "HAVING count(*) > 1").count() == 0
 
 
+def test_alert_sink_stores_a_rerun_or_recomputed_micro_batch_once(spark: SparkSession, stack: TidewaterConfig,
+                                                                  tmp_path: Path) -> None:
+    """``AlertSink`` on the alerts the first test left (run after it): a new lineage's micro-batch that
+    recomputes stored alerts, and the micro-batch Spark re-runs at a start, store each alert once and send
+    it to the topic as stored; a plain micro-batch of new alerts is appended."""
+    from lakehouse.pipeline import load_pipeline
+    from spark_jobs.alerts.sink import AlertSink
+
+    cfg, table = stack, "alerts.sensor_readings"
+    p = load_pipeline("sensor_readings", cfg.pipelines)
+    stored = table_alerts(spark, table)
+    assert stored, "alerts.sensor_readings is empty: this test reads what test_speed_layer_tables_match_... wrote"
+    as_output = ("SELECT alert_id, pattern, kind, key, event_ids, transform(event_times, t -> unix_millis(t)) AS "
+                 "event_times_ms, unix_millis(watermark) AS watermark_ms FROM {}")
+    spark.sql(as_output.format(table)).createOrReplaceTempView("stored_alerts")
+    last_ms = max(max(a[4]) for a in stored)
+
+    def new_alert(n: int) -> Any:
+        ms = last_ms + n * MINUTE
+        return spark.sql(f"SELECT 'sink-{n}' AS alert_id, 'overheating' AS pattern, 'threshold' AS kind, 's-n' AS key, "
+                         f"array('n{n}') AS event_ids, array(CAST({ms} AS BIGINT)) AS event_times_ms, "
+                         f"CAST({ms} AS BIGINT) AS watermark_ms")
+
+    # a new lineage (no checkpoint yet) recomputes the stored alerts and finds one more
+    AlertSink(spark, cfg, p, tmp_path / "new-lineage")(spark.table("stored_alerts").unionByName(new_alert(1)), 0)
+    # the micro-batch a start runs again (planned, not committed): the same alert once more
+    rerun = tmp_path / "rerun"
+    (rerun / "offsets").mkdir(parents=True)
+    (rerun / "offsets" / "4").write_text("v1")
+    sink = AlertSink(spark, cfg, p, rerun)
+    sink(new_alert(1), 4)
+    sink(new_alert(2), 5)  # the next micro-batch: appended
+    after = table_alerts(spark, table)
+    assert len(after) == len({a[0] for a in after}) == len(stored) + 2, "every alert once"
+    assert set(after) == set(stored) | {(f"sink-{n}", "overheating", "s-n", (f"n{n}",), (last_ms + n * MINUTE,))
+                                        for n in (1, 2)}
+    batches: dict[str, int] = dict(spark.sql(f"SELECT alert_id, batch_id FROM {table} WHERE alert_id LIKE 'sink-%'").collect())
+    assert batches == {"sink-1": 0, "sink-2": 5}, "an alert keeps its first emission's batch"
+    assert_topic_holds(cfg, "sensor-readings.alerts", set(after))
+
+
 def test_whatif_replays_this_bronze_as_a_plain_python_oracle_does(spark: SparkSession, stack: TidewaterConfig,
                                                                    tmp_path: Path) -> None:
     """``tidewater whatif`` on the bronze the test above left (run after it; under Asia/Kolkata): every
