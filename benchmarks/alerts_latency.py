@@ -23,6 +23,7 @@ import os
 import subprocess
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,7 @@ def measure(cfg: TidewaterConfig, p: Pipeline, run: AlertsRun, seconds: int, wor
     events = sent_events(chunks, PREFIX)
     final = max(int(e["timestamp"]) for e in events) - delay
     run.wait_watermark(final, timeout=600)
+    batches = micro_batches(run.query.recentProgress, chunks[0][1])
     flink_seen = flink.finish(timeout=180)
     cutoff = final - TAIL_S * 1000
     times = {str(e["event_id"]): int(e["timestamp"]) for e in events}
@@ -159,6 +161,30 @@ def measure(cfg: TidewaterConfig, p: Pipeline, run: AlertsRun, seconds: int, wor
         "timed_alerts": len(expected), "watermark_ms": delay,
         "tidewater": latencies({m: at for m, at in timed["tidewater"].items() if m in then_ms}, then_ms, sent_ms, delay),
         "flink": latencies({m: at for m, at in timed["flink"].items() if m in then_ms}, then_ms, sent_ms, delay),
+        "tidewater_micro_batches": batches,
         "checks": [{"name": f"latency phase: {engine}'s timed alerts == the oracle's", "expected": len(expected),
                     "actual": len(set(seen)), "ok": set(seen) == expected} for engine, seen in timed.items()],
     }
+
+
+def micro_batches(progress: list[Any], since_s: float) -> dict[str, Any]:
+    """Where the alerts query's time goes while it runs at the live rate: its micro-batches that started
+    after ``since_s`` (epoch s), their median duration and input rows, and the median milliseconds of each
+    phase Spark reports (``durationMs``) and of each stateful operator's state updates and commit."""
+    rows = [json.loads(p.json) for p in progress]
+    rows = [r for r in rows if datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp() >= since_s]
+    if not rows:
+        return {"n": 0}
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    phases = {k: median([r["durationMs"].get(k, 0) for r in rows]) for k in rows[-1]["durationMs"]}
+    operators = {f"{op['operatorName']}#{i}": {k: median([r["stateOperators"][i].get(k, 0) for r in rows
+                                                          if len(r["stateOperators"]) > i])
+                                               for k in ("allUpdatesTimeMs", "commitTimeMs", "numRowsTotal")}
+                 for i, op in enumerate(rows[-1]["stateOperators"])}
+    return {"n": len(rows), "median_s": round(median([r["durationMs"].get("triggerExecution", 0) for r in rows]) / 1000, 2),
+            "median_input_rows": median([r.get("numInputRows", 0) for r in rows]),
+            "no_data": sum(1 for r in rows if not r.get("numInputRows")),
+            "phases_ms": phases, "state_operators_ms": operators}

@@ -110,6 +110,9 @@ def session_conf(cfg: TidewaterConfig, app_name: str, role: str = "driver") -> d
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        # a state store commit writes the micro-batch's changes (a changelog), not a snapshot of the state:
+        # snapshots are taken in the background; an existing checkpoint is read either way
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
         # toPandas (the quality gate's in-memory frames) through Arrow: 16,636 staged windows in 0.1-0.4 s,

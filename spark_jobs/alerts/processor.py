@@ -47,17 +47,20 @@ def _processor_class() -> type:
             self.handle = handle
             self.state = handle.getValueState("matcher", STATE_SCHEMA)
 
-        def _load(self, key: tuple[str, str]) -> matcher.Matcher:
-            stored = self.state.get() if self.state.exists() else None
-            return matcher.loads(self.patterns[key[0]], key[1], stored[0] if stored else None)
+        def _load(self, key: tuple[str, str]) -> tuple[matcher.Matcher, bool]:
+            """The group's matcher, and whether the state held one (each state call is a round trip to the JVM:
+            ``get`` answers None for no state, without an ``exists`` first)."""
+            stored = self.state.get()
+            return matcher.loads(self.patterns[key[0]], key[1], stored[0] if stored else None), stored is not None
 
-        def _emit(self, m: matcher.Matcher, watermark: int) -> Iterator[Row]:
+        def _emit(self, m: matcher.Matcher, watermark: int, stored: bool) -> Iterator[Row]:
             for alert in m.advance(watermark):
                 yield Row(alert_id=alert.alert_id, pattern=alert.pattern, kind=m.pattern.kind, key=alert.key,
                           event_ids=[e.id for e in alert.events], event_times_ms=[e.t for e in alert.events],
                           watermark_ms=watermark)
             if m.empty():
-                self.state.clear()
+                if stored:
+                    self.state.clear()
                 return
             due = m.schedule(watermark)
             if due is not None:
@@ -65,13 +68,14 @@ def _processor_class() -> type:
             self.state.update((m.dumps(),))
 
         def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: Any) -> Iterator[Row]:
-            m, watermark = self._load(key), timerValues.getCurrentWatermarkInMs()
+            (m, stored), watermark = self._load(key), timerValues.getCurrentWatermarkInMs()
             m.add(matcher.Event(r.event_ms, r.event_id, bool(r.first), bool(r.then)) for r in rows
                   if r.event_ms >= watermark)
-            yield from self._emit(m, watermark)
+            yield from self._emit(m, watermark, stored)
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Row]:
-            yield from self._emit(self._load(key), timerValues.getCurrentWatermarkInMs())
+            m, stored = self._load(key)
+            yield from self._emit(m, timerValues.getCurrentWatermarkInMs(), stored)
 
         def close(self) -> None:
             pass
