@@ -22,6 +22,7 @@ from typing import Any
 
 from benchmarks import fill
 from benchmarks.progress import span_seconds
+from benchmarks.replay_segments import segments
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
 from infra.utc import as_utc
@@ -33,6 +34,7 @@ from spark_jobs.io.kafka_admin import ensure_topic, offsets
 from spark_jobs.io.ops_reader import read_rows
 from spark_jobs.replay import job as replay
 from spark_jobs.shared.serving_view import refresh_view
+from spark_jobs.speed.control import speed_process
 
 PIPELINE = "sensor_readings"
 FILL_MARGIN_MS = 60_000  # of max_future_skew, left for the fill itself
@@ -86,6 +88,14 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     latency = context["results"].get(2)
     if differ and latency is not None and latency.status == "FAILED":
         res.notes.append("scenario 2 failed, so v1 may lack its live events: v1's windows, not the replay's, can differ")
-    res.ratios = {"replay/catch-up(1a)": ratio(eps, (context.get("catchup") or {}).get("a_events_per_s"))}
+    catchup = context.get("catchup") or {}
+    job_log = speed_process(cfg, p, f"replay-{p.name}-v{new}").log_file
+    parts = res.metrics["replay_segments"] = segments(spark, PIPELINE, p.topic, rows, int(catchup.get("events") or 0), job_log)
+    same = (parts.get("scenario_1_records") or {}).get("events_per_s")
+    res.ratios = {"replay/catch-up(1a)": ratio(eps, catchup.get("a_events_per_s")),
+                  "replay over scenario 1's records/catch-up(1a)": ratio(same, catchup.get("a_events_per_s"))}
     res.notes.append("the replay runs the speed query alone (no ingest), scenario 1a runs ingest + speed")
+    res.notes += [f"replay over {name.replace('_', ' ')}: {v['records']:,} records at {v['events_per_s']} events/s, "
+                  f"median micro-batch {v['median_batch_s']} s, densest event-time minute {v['densest_event_minute']:,} "
+                  f"events; seconds per step {v['steps_s']}" for name, v in parts.items()]
     return res.finish()
