@@ -71,9 +71,10 @@ def visible(spark: Any, cfg: TidewaterConfig, p: Pipeline, before: int, prefix: 
 
 
 def measure_mode(spark: Any, cfg: TidewaterConfig, sizes: Sizes, names: list[str], res: ScenarioResult, mode: str,
-                 other_roots: Callable[[], list[int]] = list) -> dict[str, Any]:
+                 other_roots: Callable[[], list[int]] = list, while_running: Callable[[], object] = list) -> dict[str, Any]:
     """``names``' pipelines in ``cfg``'s speed layer; ``other_roots``: more processes of that speed layer
-    (a cluster's master and workers), counted in its RSS and CPU."""
+    (a cluster's master and workers), counted in its RSS and CPU; ``while_running``: a check made once
+    every pipeline caught up, before the speed layer stops."""
     pipelines = [load_pipeline(name, cfg.pipelines) for name in names]
     for p in pipelines:
         ensure_topic(cfg, p.topic)
@@ -91,6 +92,7 @@ def measure_mode(spark: Any, cfg: TidewaterConfig, sizes: Sizes, names: list[str
         caught_up = {p.name: wait_caught_up(cfg, p, timeout=max(180.0, sizes.many_seconds * 3.0), job_must_run=True)
                      for p in pipelines}
         last, window_end = sampler.mark(), datetime.now(UTC)
+        while_running()
         out["rss"] = sampler.stop()
         out["load"] = busy_cores(first, last)
     finally:

@@ -68,8 +68,9 @@ def run_mode(spark: Any, cfg: TidewaterConfig, sizes: Sizes, names: list[str], r
     with standalone_cluster(work / "cluster", naming.run_dir(cfg), naming.logs_dir(cfg)) as cluster:
         mode_cfg = dataclasses.replace(mode_cfg, spark=dataclasses.replace(cfg.spark, master=cluster.master_url))
         with exported({**cluster.env, MASTER_ENV: cluster.master_url}):
-            out = measure_mode(spark, mode_cfg, sizes, names, res, mode, cluster.pids)
-        res.check("cluster: the cluster's secret is on no process's command line", [], on_no_command_line(cluster.secret))
+            out = measure_mode(spark, mode_cfg, sizes, names, res, mode, cluster.pids, lambda: res.check(
+                "cluster: while the executors run, the cluster's secret is on no process's command line", [],
+                on_no_command_line(cluster.secret)))
     out["master"] = cluster.master_url
     return out
 
