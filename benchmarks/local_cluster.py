@@ -7,8 +7,9 @@ the workers and every application authenticate: ``spark.authenticate`` with a se
 written 0600 into ``spark-defaults.conf`` in a private ``SPARK_CONF_DIR``, which the master, the workers and
 the driver (its ``spark-submit``) read; a worker hands it to its executors in their environment. It is on
 no command line. The web UIs cannot kill anything (``spark.ui.killEnabled``), the REST submission server is
-off. ``standalone_cluster`` yields the master's URL and the environment a driver needs, and stops the
-workers and the master when it ends.
+off. The master and the workers, and so their executors, run at ``nice`` (the speed layer's
+``spark.speed_nice``, as the speed host's driver does). ``standalone_cluster`` yields the master's URL and
+the environment a driver needs, and stops the workers and the master when it ends.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def registered(worker: ManagedProcess, log_mark: int) -> Callable[[], bool]:
 
 
 @contextlib.contextmanager
-def standalone_cluster(folder: Path, run_dir: Path, log_dir: Path) -> Iterator[LocalCluster]:
+def standalone_cluster(folder: Path, run_dir: Path, log_dir: Path, nice: int) -> Iterator[LocalCluster]:
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
@@ -73,7 +74,7 @@ def standalone_cluster(folder: Path, run_dir: Path, log_dir: Path) -> Iterator[L
     marks = [worker.log_size() for worker in workers]
     try:
         master.start([spark_class, MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
-                      "--webui-port", str(free_port())], env=daemon_env, marker=MASTER_CLASS)
+                      "--webui-port", str(free_port())], env=daemon_env, marker=MASTER_CLASS, nice=nice)
         if not wait_until(lambda: port_open("127.0.0.1", port), START_TIMEOUT_S):
             raise RuntimeError(f"scenario 10: the standalone master did not listen; log {master.log_file}:\n{master.tail()}")
         for i, worker in enumerate(workers):
@@ -81,7 +82,7 @@ def standalone_cluster(folder: Path, run_dir: Path, log_dir: Path) -> Iterator[L
             work_dir.mkdir(parents=True, exist_ok=True)
             worker.start([spark_class, WORKER_CLASS, "--host", "127.0.0.1", "--cores", str(WORKER_CORES),
                           "--memory", WORKER_MEMORY, "--work-dir", str(work_dir), "--webui-port", str(free_port()),
-                          url], env=daemon_env, marker=str(work_dir))
+                          url], env=daemon_env, marker=str(work_dir), nice=nice)
         for worker, mark in zip(workers, marks, strict=True):
             if not wait_until(registered(worker, mark), START_TIMEOUT_S):
                 raise RuntimeError(f"scenario 10: a worker did not register; log {worker.log_file}:\n{worker.tail()}")

@@ -38,12 +38,12 @@ from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import MANY_MODES, Sizes
 from infra.process_env import exported
 from lakehouse import naming
-from lakehouse.config import TidewaterConfig
+from lakehouse.config import ENV_OVERRIDES, TidewaterConfig
 from lakehouse.config_model import SpeedConfig
 from lakehouse.pipeline import PIPELINES_DIR, PIPELINES_DIR_ENV
 
 PREFIXES = dict(zip(MANY_MODES, ("host", "jvm", "clu"), strict=True))  # mode -> its pipelines' name prefix
-MASTER_ENV = "TIDEWATER_SPARK_MASTER"
+MASTER_ENV = next(var for var, field in ENV_OVERRIDES.items() if field == "spark.master")  # TIDEWATER_SPARK_MASTER
 __all__ = ["GOAL_P99_S", "GOAL_RSS_GIB", "PREFIXES", "run"]
 
 
@@ -65,7 +65,8 @@ def run_mode(spark: Any, cfg: TidewaterConfig, sizes: Sizes, names: list[str], r
     mode_cfg = dataclasses.replace(cfg, speed=SpeedConfig(host=host))
     if mode != "cluster":
         return measure_mode(spark, mode_cfg, sizes, names, res, mode)
-    with standalone_cluster(work / "cluster", naming.run_dir(cfg), naming.logs_dir(cfg)) as cluster:
+    cluster_at = (work / "cluster", naming.run_dir(cfg), naming.logs_dir(cfg), cfg.spark.speed_nice)
+    with standalone_cluster(*cluster_at) as cluster:
         mode_cfg = dataclasses.replace(mode_cfg, spark=dataclasses.replace(cfg.spark, master=cluster.master_url))
         with exported({**cluster.env, MASTER_ENV: cluster.master_url}):
             out = measure_mode(spark, mode_cfg, sizes, names, res, mode, cluster.pids, lambda: res.check(
