@@ -1,4 +1,4 @@
-"""``python -m benchmarks.bench [--quick|--size S] [--scenarios 1,2,...] [--batch-events N] [--keep-data]``:
+"""``python -m benchmarks.bench [--quick|--size S] [--scenarios 1,2,...] [--batch-events N] [--many-modes M,...] [--keep-data]``:
 the benchmark suite (``make bench``, ``make bench-quick``).
 
 Runs on its own isolated stack (temp data folder, free ports) and writes JSON, Markdown and PNG
@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from benchmarks.harness import SCENARIOS, run_benchmarks
+from benchmarks.sizes import MANY_MODES
 from benchmarks.stack import one_line_errors, stop_stack_on_term
 from lakehouse.errors import TidewaterError
 
@@ -28,6 +29,15 @@ def parse_scenarios(text: str | None) -> list[int] | None:
         raise TidewaterError(f"bench: unknown scenario(s) {bad or text!r}; scenarios are numbered "
                              f"{min(SCENARIOS)} to {max(SCENARIOS)}")
     return numbers
+
+
+def many_modes(text: str) -> tuple[str, ...]:
+    """argparse type: scenario 10's modes, comma-separated, each once."""
+    modes = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    bad = [m for m in modes if m not in MANY_MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(f"{text!r}: the modes are {', '.join(MANY_MODES)}; use e.g. shared,cluster")
+    return modes
 
 
 def positive_count(text: str) -> int:
@@ -50,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-events", type=positive_count, metavar="N",
                    help="scenario 3's bronze events instead of the size's (e.g. 100000000: incremental against "
                         "full as history grows)")
+    p.add_argument("--many-modes", type=many_modes, metavar="M,...",
+                   help=f"scenario 10's speed-layer modes instead of the size's ({', '.join(MANY_MODES)}; the quick "
+                        "size runs all but cluster)")
     p.add_argument("--keep-data", action="store_true", help="keep the temporary data folder for inspection")
     return p
 
@@ -60,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = parse_scenarios(args.scenarios)
     stop_stack_on_term("bench")
     size = "quick" if args.quick else args.size
-    run = run_benchmarks(size, scenarios, keep_data=args.keep_data, batch_events=args.batch_events)
+    run = run_benchmarks(size, scenarios, keep_data=args.keep_data, batch_events=args.batch_events,
+                         many_modes=args.many_modes)
     for r in run["results"]:
         print(f"{r['id']}. {r['name']:<38} {r['status']:<8} {r['ratios']}")
     print(f"results: {run['files']['markdown']}")

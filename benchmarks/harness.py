@@ -110,11 +110,14 @@ def git_facts() -> dict[str, Any]:
 
 
 def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write: bool = True,
-                   keep_data: bool = False, batch_events: int | None = None) -> dict[str, Any]:
+                   keep_data: bool = False, batch_events: int | None = None,
+                   many_modes: tuple[str, ...] | None = None) -> dict[str, Any]:
     """``batch_events``: scenario 3's bronze size instead of the size's (incremental against full as
-    history grows); the result's name then ends in ``-bronze<N>``. A run that is not quick refreshes the
+    history grows); the result's name then ends in ``-bronze<N>``. ``many_modes``: scenario 10's modes
+    instead of the size's; the name then ends in ``-<mode>-<mode>...``. A run that is not quick refreshes the
     results table in benchmarks/README.md (``benchmarks.results_table``)."""
     sizes = SIZES[size] if batch_events is None else dataclasses.replace(SIZES[size], batch_events=batch_events)
+    sizes = sizes if many_modes is None else dataclasses.replace(sizes, many_modes=many_modes)
     chosen = sorted(scenarios or SCENARIOS)
     started_at = datetime.now(UTC)
     run: dict[str, Any] = {"started_at": started_at.isoformat(timespec="seconds"), "size": sizes.as_dict(),
@@ -139,7 +142,8 @@ def run_benchmarks(size: str = "full", scenarios: list[int] | None = None, write
     run["results"] = [results[n].as_dict() for n in chosen]
     run["ok"] = all(r["status"] != "FAILED" for r in run["results"])
     if write:
-        stem = f"{started_at:%Y%m%dT%H%M%SZ}-{size}" + (f"-bronze{batch_events}" if batch_events else "")
+        stem = (f"{started_at:%Y%m%dT%H%M%SZ}-{size}" + (f"-bronze{batch_events}" if batch_events else "")
+                + "".join(f"-{mode}" for mode in many_modes or ()))
         run["files"] = write_report(run, RESULTS, stem)
         if size != "quick":
             write_readme()

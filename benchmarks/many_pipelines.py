@@ -1,5 +1,5 @@
-"""Scenario 10's parts: generated pipelines of the three shipped window kinds, the events each one makes
-visible per commit of its speed table, and the resident memory of the speed layer's processes.
+"""Scenario 10's parts: generated pipelines of the three shipped window kinds, and the events each one makes
+visible per commit of its speed table.
 
 Every generated pipeline reads the paced producer's events (``benchmarks.paced_producer``: sensor id,
 send time, temperature) and counts them per sensor in the window of its kind, with the shipped
@@ -11,7 +11,6 @@ each event in ``size / slide`` windows).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -58,36 +57,6 @@ def copies(p: Pipeline) -> int:
     """Windows each event is counted in."""
     w = p.window
     return int(w.size_seconds // w.slide_seconds) if w.type == "sliding" else 1
-
-
-def tree_rss_bytes(root: int) -> int:
-    """Resident memory of process ``root`` and all its descendants (the Python driver and its JVM)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
-        total += rss_bytes(pid)
-    return total
-
-
-def rss_bytes(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return 0
-    return 0
 
 
 def session_commits(spark: Any, table_dir: Path, after: int, prefix: str) -> list[tuple[float, int]]:

@@ -155,18 +155,32 @@ def _sustained(r: Result) -> Reading | None:
             m["lag_growth_after_warm_up"] < m["lag_growth_allowed"] and m["achieved_rate"] >= 0.95 * rate)
 
 
+def _why(m: Result) -> str:
+    """Scenario 10's measured reason, where the result holds it: busy cores and micro-batch demand."""
+    load, demand = m.get("load"), m.get("demand") or {}
+    if not load or demand.get("batch_seconds_per_second") is None:
+        return ""
+    return (f"; why: speed layer busy {load['speed_layer_busy_cores']:.2f} of {load['cores']} cores, micro-batches "
+            f"median {demand['median_batch_s']:.2f} s, {demand['batch_seconds_per_second']:.1f} batch-s per s")
+
+
+MANY_RATIOS = {"shared": ("shared_vs_per_pipeline", "one JVM per pipeline"), "cluster": ("cluster_vs_shared", "the shared host")}
+
+
 def _many(mode: str) -> Callable[[Result], Reading | None]:
-    """Scenario 10 in one speed-host mode: the worst pipeline's p99 and the speed layer's peak RSS."""
+    """Scenario 10 in one speed-host mode: the worst pipeline's p99 and the speed layer's peak RSS, and why
+    where the goal is missed."""
     def read(r: Result) -> Reading | None:
         m = r["metrics"].get(mode)
         if not m or m.get("worst_p99_s") is None:
             return None
         n = len(m["pipelines"])
-        ratio = r["ratios"].get("peak_rss_shared_vs_per_pipeline")
-        return (f"worst p99 {m['worst_p99_s']:.2f} s of {n} pipelines; peak RSS {m['rss']['peak_gib']:.2f} GiB",
-                f"RSS {ratio:.3f}x one JVM per pipeline" if mode == "shared" and ratio is not None else "",
-                None if mode != "shared" else
-                n >= 10 and m["worst_p99_s"] <= MANY_P99_S and m["rss"]["peak_gib"] <= MANY_RSS_GIB)
+        met = n >= 10 and m["worst_p99_s"] <= MANY_P99_S and m["rss"]["peak_gib"] <= MANY_RSS_GIB
+        key, other = MANY_RATIOS.get(mode, ("", ""))
+        p99, rss = r["ratios"].get(f"worst_p99_{key}"), r["ratios"].get(f"peak_rss_{key}")
+        ratio = f"p99 {p99:.3f}x, RSS {rss:.3f}x {other}" if p99 is not None and rss is not None else ""
+        return (f"worst p99 {m['worst_p99_s']:.2f} s of {n} pipelines; peak RSS {m['rss']['peak_gib']:.2f} GiB"
+                + ("" if met else _why(m)), ratio, met if mode == "shared" else None)
     return read
 
 
@@ -242,6 +256,8 @@ GOALS = [
          f"speed-layer RSS ≤ {MANY_RSS_GIB:g} GiB", "bench", _many("shared"), 10),
     Goal("10. many pipelines, 1,000 events/s each, one speed JVM per pipeline", "(the baseline of the row above)",
          "bench", _many("per_pipeline"), 10),
+    Goal("10. many pipelines, the shared host on a standalone master + 2 one-core workers",
+         "(Tidewater unchanged on a cluster manager)", "bench", _many("cluster"), 10),
     Goal("`tidewater_batch` DAG run, 100K-event increment, job service", "≤ 60 s", "dag_run", _dag),
     Goal("an empty pipeline's batch run skips", "≤ 5 s", "dag_run", _skip),
     Goal("`tidewater sql` small query", "≤ 2 s", "dag_run", _sql),

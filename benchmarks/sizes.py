@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+# scenario 10's speed-layer modes (benchmarks/s10_many_pipelines.py); the quick size leaves out the cluster
+MANY_MODES = ("shared", "per_pipeline", "cluster")
+
 
 @dataclass(frozen=True)
 class Sizes:
@@ -30,13 +33,14 @@ class Sizes:
     many_pipelines: int        # scenario 10: generated pipelines per speed-host mode
     many_rate: int             # scenario 10: events/s fed to each pipeline
     many_seconds: int          # scenario 10: seconds of unmeasured load, then as many measured
+    many_modes: tuple[str, ...] = MANY_MODES  # scenario 10: the speed-layer modes run, in order
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 SIZES = {
-    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10, 30_000, "20 seconds", 15, 3, 1_000, 15),
+    "quick": Sizes("quick", 30_000, 300, (1_000,), 15, 60_000, 0.01, 5, 2, 1_000, 20, 60_000, 2, 0, 1, 10, 30_000, "20 seconds", 15, 3, 1_000, 15, MANY_MODES[:2]),
     "medium": Sizes("medium", 1_000_000, 1_000, (1_000, 10_000), 60, 2_000_000, 0.01, 20, 20, 10_000, 180, 2_000_000, 3, 0, 2, 30, 300_000, "1 minute", 60, 6, 1_000, 60),
     "full": Sizes("full", 5_000_000, 1_000, (1_000, 10_000), 120, 16_000_000, 0.01, 30, 30, 20_000, 600, 20_000_000, 12, 3, 2, 30, 1_000_000, "2 minutes", 120, 10, 1_000, 120),
 }

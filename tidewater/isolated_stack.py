@@ -9,7 +9,6 @@ The test fixtures (tests/conftest.py) and the benchmark harness (benchmarks/stac
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from infra import job_service
 from infra.jars import fetch_jars
+from infra.process_env import exported
 from infra.services import kafka_broker, metastore, thrift_server
 from infra.services.ports import free_port, free_port_block
 from spark_jobs.speed.control import stop_all_speed
@@ -45,16 +45,10 @@ def isolated_env(prefix: str, extra: dict[str, str] | None = None, keep: bool = 
     env = {"TIDEWATER_CONFIG": str(REPO / "tidewater.yml"), "TIDEWATER_DATA_DIR": str(data),
            "TIDEWATER_KAFKA_PORT": str(kafka), "TIDEWATER_KAFKA_CONTROLLER_PORT": str(kafka + 1),
            **{var: str(_port_outside(kafka)) for var in PORT_VARS}, **(extra or {})}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     try:
-        yield env
+        with exported(env):
+            yield env
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         if not keep:
             shutil.rmtree(data, ignore_errors=True)
 

@@ -66,3 +66,24 @@ def test_results_are_read_from_files_and_from_result_folders(tmp_path: Path) -> 
     (tmp_path / "20261202T000000Z-chaos" / "chaos.json").write_text(json.dumps({"seed": 1}))
     (tmp_path / "20261203T000000Z-full.json").write_text("{ not json")
     assert [name for name, _ in load(tmp_path)] == ["20261201T000000Z-full", "20261202T000000Z-chaos"]
+
+
+def test_scenario_10_shows_the_cluster_row_and_the_measured_reason_of_a_miss() -> None:
+    def mode(p99: float, rss: float) -> dict[str, Any]:
+        return {"pipelines": {f"p{i}": {} for i in range(10)}, "worst_p99_s": p99, "rss": {"peak_gib": rss},
+                "load": {"speed_layer_busy_cores": 1.96, "cores": 2}, "demand": {"median_batch_s": 2.4,
+                                                                                "batch_seconds_per_second": 13.0}}
+
+    many = {"id": 10, "status": "ok", "metrics": {"shared": mode(2.5, 2.9), "per_pipeline": mode(9.0, 18.0),
+                                                    "cluster": mode(40.0, 5.8)},
+            "ratios": {"worst_p99_shared_vs_per_pipeline": 0.278, "peak_rss_shared_vs_per_pipeline": 0.161,
+                       "worst_p99_cluster_vs_shared": 16.0, "peak_rss_cluster_vs_shared": 2.0}}
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in table([("20261207T000000Z-full",
+                                                                           bench("full", "a" * 40, many))]).splitlines()}
+    shared, own, cluster = (rows[g.name] for g in GOALS if g.scenario == 10)
+    assert shared[2:5] == ["worst p99 2.50 s of 10 pipelines; peak RSS 2.90 GiB",
+                           "p99 0.278x, RSS 0.161x one JVM per pipeline", "**yes**"]  # met: no reason shown
+    assert own[2] == ("worst p99 9.00 s of 10 pipelines; peak RSS 18.00 GiB; why: speed layer busy 1.96 of 2 cores, "
+                      "micro-batches median 2.40 s, 13.0 batch-s per s") and own[4] == "-"
+    assert cluster[2].startswith("worst p99 40.00 s of 10 pipelines; peak RSS 5.80 GiB; why: speed layer busy 1.96")
+    assert cluster[3:5] == ["p99 16.000x, RSS 2.000x the shared host", "-"]
