@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import miss_reasons as why
 from benchmarks.s5_serving import GOALS_S as SERVING_GOALS
 from benchmarks.s8_flat_cost import GOAL_LAST_OVER_FIRST
 from benchmarks.s9_alerts_flink import read_latency as alerts_latency
@@ -38,6 +39,17 @@ class Goal:
     kind: str  # "bench", "dag_run" or "soak": which results hold it
     read: Callable[[Result], Reading | None]
     scenario: int | None = None  # bench goals: the scenario whose result ``read`` gets
+
+
+def missed_because(read: Callable[[Result], Reading | None], reason: Callable[[Result], str]) -> Callable[[Result], Reading | None]:
+    """``read``, with ``reason``'s figures after the measured value when the goal is missed."""
+    def reading(r: Result) -> Reading | None:
+        out = read(r)
+        if out is None or out[2] is not False:
+            return out
+        because = reason(r)
+        return (f"{out[0]}; {because}" if because else out[0], out[1], out[2])
+    return reading
 
 
 def _n(value: float) -> str:
@@ -234,24 +246,28 @@ GOALS = [
     Goal("1. catch-up, ingest + speed, all tables written", "≥ 30,000 events/s and ≥ 0.9x the same-work script",
          "bench", _catch_up, 1),
     Goal("1. catch-up against the minimal Spark job (Kafka to one Delta table)", "≥ 0.8x the minimal job", "bench",
-         _catch_up_minimal, 1),
-    Goal("2. produce → visible in speed, 1,000 events/s", "p50 ≤ 1 s, p99 ≤ 2 s", "bench", _latency(1000, 1, 2), 2),
+         missed_because(_catch_up_minimal, why.catch_up_minimal), 1),
+    Goal("2. produce → visible in speed, 1,000 events/s", "p50 ≤ 1 s, p99 ≤ 2 s", "bench",
+         missed_because(_latency(1000, 1, 2), why.latency(1000)), 2),
     Goal("2. produce → visible in speed, 10,000 events/s", "p99 ≤ 2 s, ≥ 9,500/s sent", "bench",
-         _latency(10000, float("inf"), 2, min_sent=9_500), 2),
-    Goal("3. incremental batch run, 1% late windows, warm", "≤ 3 s and ≤ 0.2x the full run", "bench", _incremental, 3),
-    Goal("3. reconciliation ledger per incremental round", "≤ 2 s", "bench", _ledger, 3),
+         missed_because(_latency(10000, float("inf"), 2, min_sent=9_500), why.latency(10000)), 2),
+    Goal("3. incremental batch run, 1% late windows, warm", "≤ 3 s and ≤ 0.2x the full run", "bench",
+         missed_because(_incremental, why.incremental), 3),
+    Goal("3. reconciliation ledger per incremental round", "≤ 2 s", "bench",
+         missed_because(_ledger, why.ledger), 3),
     Goal("3. full recompute against a bare PySpark job", "≥ 0.8x the bare job's speed", "bench", _full_vs_bare, 3),
-    Goal("4. Kappa replay from the Kafka log", "≥ 1.0x catch-up", "bench", _replay, 4),
+    Goal("4. Kappa replay from the Kafka log", "≥ 1.0x catch-up", "bench", missed_because(_replay, why.replay), 4),
     Goal("5. JDBC p95 under live load: point query, day scan, 8 clients", "≤ 0.5 s, ≤ 1 s, ≤ 1.5 s", "bench",
          _serving, 5),
-    Goal("6. catch-up against a Flink SQL peer", "≥ 0.5x Flink", "bench", _flink, 6),
+    Goal("6. catch-up against a Flink SQL peer", "≥ 0.5x Flink", "bench",
+         missed_because(_flink, why.flink), 6),
     Goal("7. sustained 20,000 events/s for 10 minutes", "consumer lag bounded after the first minute", "bench",
          _sustained, 7),
     Goal("8. micro-batch time as history grows, 20M events", "last 10% ≤ 1.2x the first 10%", "bench", _flat, 8),
     Goal("9. alerts (hot_then_cold) against Flink MATCH_RECOGNIZE, same backlog", "≥ 0.5x Flink", "bench",
          alerts_throughput, 9),
     Goal("9. alerts: send → alert at 1,000 events/s", "p99 ≤ 2 s (cannot hold: an alert waits for the watermark)",
-         "bench", alerts_latency, 9),
+         "bench", missed_because(alerts_latency, why.alerts_latency), 9),
     Goal("10. many pipelines, 1,000 events/s each, one shared speed host", f"every pipeline's p99 ≤ {MANY_P99_S:g} s, "
          f"speed-layer RSS ≤ {MANY_RSS_GIB:g} GiB", "bench", _many("shared"), 10),
     Goal("10. many pipelines, 1,000 events/s each, one speed JVM per pipeline", "(the baseline of the row above)",

@@ -11,10 +11,13 @@ the modes of ``sizes.many_modes``, each with pipelines of its own (new topics an
 * ``cluster``: the shared host unchanged, with ``spark.master`` (``TIDEWATER_SPARK_MASTER``) on a local
   standalone cluster of one master and 2 one-core workers (``benchmarks.local_cluster``: authenticated,
   the secret in a 0600 ``spark-defaults.conf`` of a private ``SPARK_CONF_DIR``). Its speed layer is the
-  host's driver plus the master, the workers and their executors. The quick size leaves it out (it would
-  cost CI's quick run more than a minute); medium and full run it, ``python -m benchmarks.bench --quick
-  --scenarios 10 --many-modes shared,cluster`` runs it at quick size, and
-  ``tests/integration/test_standalone_cluster.py`` is CI's proof of the cluster path.
+  host's driver plus the master, the workers and their executors.
+
+The quick size (CI's) runs ``shared`` alone: the other modes are comparisons, and each would cost CI's quick
+run a minute or more (a speed JVM per pipeline is the product's default, which the end-to-end tests run;
+``tests/integration/test_standalone_cluster.py`` is CI's proof of the cluster path). Medium and full run
+all three; ``python -m benchmarks.bench --quick --scenarios 10 --many-modes shared,cluster`` runs any of
+them at quick size.
 
 Per mode (``benchmarks.many_pipelines_mode``): latency from send to the Delta commit that makes each
 event visible, the speed layer's peak RSS, and why: the speed layer's and the machine's busy cores over the

@@ -137,7 +137,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     c = res.metrics["c_consumer_perf"] = run_consumer_perf(cfg, p.topic, n)
     res.check("c: ConsumerPerformance consumed every event", n, c["consumed"])
     context["catchup"] = {"topic": p.topic, "events": n, "expected": expected, "a_events_per_s": a["events_per_s"],
-                          "offsets": target}
+                          "b_events_per_s": b["events_per_s"], "d_events_per_s": d["events_per_s"], "offsets": target}
     res.ratios = {"a/b": ratio(a["events_per_s"], b["events_per_s"]), "a/c": ratio(a["events_per_s"], c["events_per_s"]),
                   "a/d": ratio(a["events_per_s"], d["events_per_s"])}
     cap = cfg.spark.max_offsets_per_trigger / max(1, cfg.spark.trigger_seconds)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import fill
+from benchmarks.ledger_costs import input_costs
 from benchmarks.result import ScenarioResult, ratio
 from benchmarks.sizes import Sizes
 from benchmarks.steady_state import steady_state
@@ -178,6 +179,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
         res.check(f"incremental round {r + 1} was incremental", "incremental", inc.mode)
         res.check(f"incremental round {r + 1} rewrote at least its late windows ending by its cutoff", True,
                   inc.windows_written >= late_windows(late_rows, inc.cutoff))
+    res.metrics["ledger_inputs"] = input_costs(spark, cfg, p, inc.run_id)  # the last round's, each counted alone
     duckdb_windows(cfg, con)
     first, warm = rounds[0], sorted(x["seconds"] for x in rounds[1:])
     inc_s, warm_s = first["seconds"], warm[len(warm) // 2]

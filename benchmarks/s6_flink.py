@@ -98,5 +98,7 @@ def run(spark: Any, cfg: TidewaterConfig, sizes: Sizes, work: Path, context: dic
     res.add_checks(fill.compare_totals(catchup["expected"], out["totals"], "flink"))
     res.check("flink: uncommitted sink files", 0, out["uncommitted"])
     res.check("flink: windows written twice", 0, out["duplicates"])
-    res.ratios = {"tidewater/flink": ratio(catchup.get("a_events_per_s"), eps)}
+    res.ratios = {"tidewater/flink": ratio(catchup.get("a_events_per_s"), eps),
+                  "minimal spark job/flink": ratio(catchup.get("b_events_per_s"), eps),
+                  "same-work script/flink": ratio(catchup.get("d_events_per_s"), eps)}
     return res.finish()

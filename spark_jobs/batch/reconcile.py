@@ -57,6 +57,35 @@ def ensure_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     return {"run_id": run_id, "recorded": True, "windows": record_ledger(spark, cfg, p, run_id)}
 
 
+def ledger_inputs(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun) -> dict[str, Any] | None:
+    """What the ledger of published run ``run`` compares (DataFrames): its ``staged`` rows (persisted: the
+    caller unpersists), the active ``speed`` version's rows, the ``bronze`` events of its windows, the
+    ``quarantine`` and the speed version's ``late`` rows. None when there is nothing to compare: the run
+    wrote no window, or its windows and the speed table's have different definitions."""
+    from pyspark.sql import functions as F
+
+    contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p), contracts.late(p))
+    add_missing_columns(spark, contracts.RECONCILIATION)
+    speed_version = active_version(cfg, p.name)
+    contracts.ensure(spark, contracts.speed(p, speed_version))
+    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
+    if apart:  # windows of two definitions: every one would count as a difference
+        print(f"reconcile: no ledger for run {run.run_id}: {apart}", file=sys.stderr, flush=True)
+        return None
+    staged = spark.table(naming.table("batch", p.name)).where(f"run_id = '{run.run_id}'").persist()
+    span = staged.agg(F.min("window_start").alias("lo"), F.max("window_end").alias("hi")).collect()[0]
+    if span["lo"] is None:
+        staged.unpersist()
+        return None
+    in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
+    bronze = spark.read.option("versionAsOf", run.bronze_version).table(naming.table("bronze", p.name)).where(in_span)
+    if run.mode == "incremental" and not kind_of(p.window).keeps_state:  # the staged windows' events only
+        bronze = incremental.in_windows(p, bronze, staged.select(*p.grain))
+    return {"staged": staged, "speed": spark.table(naming.speed_table(p.name, speed_version)), "bronze": bronze,
+            "quarantine": spark.table(naming.table("quarantine", p.name)),
+            "late": spark.table(naming.table("late", p.name)).where(f"speed_version = {int(speed_version)}")}
+
+
 def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str | None) -> int:
     """The published run's ``ops.reconciliation`` rows (speed vs batch per window and aggregate);
     returns the windows. ``run_id`` (None: the latest published run) is looked up in
@@ -64,36 +93,18 @@ def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id
     from pyspark.sql import functions as F
 
     run = published_run(spark, p, run_id)
-    run_id = run.run_id
-    incremental_run = run.mode == "incremental"
-    contracts.ensure(spark, contracts.RECONCILIATION, contracts.quarantine(p), contracts.late(p))
-    add_missing_columns(spark, contracts.RECONCILIATION)
-    speed_version = active_version(cfg, p.name)
-    contracts.ensure(spark, contracts.speed(p, speed_version))
-    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
-    if apart:  # windows of two definitions: every one would count as a difference
-        print(f"reconcile: no ledger for run {run_id}: {apart}", file=sys.stderr, flush=True)
+    inputs = ledger_inputs(spark, cfg, p, run)
+    if inputs is None:
         return 0
-    staged = spark.table(naming.table("batch", p.name)).where(f"run_id = '{run_id}'").persist()
-    span = staged.agg(F.min("window_start").alias("lo"), F.max("window_end").alias("hi")).collect()[0]
-    if span["lo"] is None:
-        staged.unpersist()
-        return 0
-    version = run.bronze_version
-    in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
-    raw = spark.read.option("versionAsOf", version).table(naming.table("bronze", p.name)).where(in_span)
-    if incremental_run and not kind_of(p.window).keeps_state:  # the staged windows' events (late ones span the history)
-        raw = incremental.in_windows(p, raw, staged.select(*p.grain))
-    speed_table = naming.speed_table(p.name, speed_version)
-    late = spark.table(naming.table("late", p.name)).where(f"speed_version = {int(speed_version)}")
-    rows = ledger_rows(p, staged, spark.table(speed_table), raw, spark.table(naming.table("quarantine", p.name)), late)
-    out = rows.select(F.lit(run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
+    staged = inputs["staged"]
+    rows = ledger_rows(p, staged, inputs["speed"], inputs["bronze"], inputs["quarantine"], inputs["late"])
+    out = rows.select(F.lit(run.run_id).alias("run_id"), F.lit(p.name).alias("pipeline"), "*",
                       F.current_timestamp().alias("recorded_at"))
     out = out.select(*(F.col(c).cast(t).alias(c) for c, t in contracts.RECONCILIATION.columns))
     # only this run's rows can match (run_id leads the grain): Delta skips every other run's files by
     # their run_id statistics, so the MERGE reads what the run adds, not the whole ledger
     merge_upsert(spark, out, contracts.RECONCILIATION.name, list(contracts.RECONCILIATION.grain),
-                 target_filter=f"t.run_id = '{run_id}'")
+                 target_filter=f"t.run_id = '{run.run_id}'")
     windows = staged.count()
     staged.unpersist()
     return windows
