@@ -87,3 +87,30 @@ def test_scenario_10_shows_the_cluster_row_and_the_measured_reason_of_a_miss() -
                       "micro-batches median 2.40 s, 13.0 batch-s per s") and own[4] == "-"
     assert cluster[2].startswith("worst p99 40.00 s of 10 pipelines; peak RSS 5.80 GiB; why: speed layer busy 1.96")
     assert cluster[3:5] == ["p99 16.000x, RSS 2.000x the shared host", "-"]
+
+
+def test_a_missed_goal_names_its_reason_from_the_same_result_and_a_met_one_does_not() -> None:
+    def with_anchors(ratio: float) -> dict[str, Any]:
+        out = flink(ratio)
+        out["ratios"].update({"minimal spark job/flink": 0.58, "same-work script/flink": 0.2})
+        return out
+
+    missed = latest(FLINK, [("20261201T000000Z-full", bench("full", "a" * 40, with_anchors(0.28)))])
+    met = latest(FLINK, [("20261201T000000Z-full", bench("full", "a" * 40, with_anchors(0.52)))])
+    assert missed and missed[2] == ("Flink 400,000 events/s; why: in the same run the minimal Spark job (Kafka to one "
+                                    "Delta table) reaches 0.580x Flink, the same-work PySpark script 0.200x",
+                                    "0.280x Flink", False)
+    assert met and met[2] == ("Flink 400,000 events/s", "0.520x Flink", True)
+    replay = next(goal for goal in GOALS if goal.scenario == 4)
+    parts = {"scenario_1_records": {"records": 5_000_000, "events_per_s": 180_000, "median_batch_s": 2.6,
+                                    "densest_event_minute": 60_000, "steps_s": {"parse": 9.0}},
+             "later_records": {"records": 4_000_000, "events_per_s": 30_000, "median_batch_s": 16.0,
+                               "densest_event_minute": 600_000, "steps_s": {"plan": 90.0, "parse": 20.0, "speed": 30.0}}}
+    result = {"id": 4, "status": "ok", "metrics": {"replay": {"events_per_s": 50_000, "records": 9_000_000},
+                                                    "replay_segments": parts},
+              "ratios": {"replay/catch-up(1a)": 0.45, "replay over scenario 1's records/catch-up(1a)": 1.6}}
+    found = latest(replay, [("20261201T000000Z-full", bench("full", "a" * 40, result))])
+    assert found and found[2][0] == (
+        "50,000 events/s over 9,000,000 records; why: over scenario 1's 5,000,000 records 180,000 events/s (1.60x "
+        "catch-up); over the 4,000,000 later ones, sent live (densest event-time minute 600,000 events against 60,000), "
+        "30,000 events/s, median micro-batch 16.0 s against 2.6 s; most seconds in plan 90 s, speed 30 s, parse 20 s")
