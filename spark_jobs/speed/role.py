@@ -54,7 +54,7 @@ class SpeedRole:
         if lo is None:  # nothing on time: the watermark this batch could record was recorded before
             self.arrivals.add(keyed, wm_after - delay, hi)
             return
-        partials = self.partials(keyed, wm, lo)
+        partials = self.partials(keyed, wm, lo, hi)
         steps.done("plan")
         if write:
             partials_table.append(partials, self.p, self.version, lineage, batch_id, wm_after)
@@ -66,13 +66,15 @@ class SpeedRole:
         (``RecentArrivals.keyed``): what ``partials`` reads and the dedup history keeps."""
         return self.arrivals.keyed(valid_events(records))
 
-    def partials(self, keyed: Any, wm: datetime | None, lo: datetime) -> Any:
+    def partials(self, keyed: Any, wm: datetime | None, lo: datetime, hi: datetime) -> Any:
         """The per-window partials of the micro-batch's on-time first copies (``keyed``: from
-        ``keyed_events``; ``lo``: its earliest on-time event; the dedup history reaches back one
-        watermark delay before it). The first copy of each id within the micro-batch, then only those
-        without an earlier copy in the history: no shuffle or sort of the micro-batch beyond ``keyed``."""
+        ``keyed_events``; ``lo``, ``hi``: its earliest on-time and latest valid event; the dedup history
+        reaches one watermark delay before and after them: copies of an event carry its time). The first
+        copy of each id within the micro-batch, then only those without an earlier copy in the history: no
+        shuffle or sort of the micro-batch beyond ``keyed``."""
         on_time = keyed.where(~self.late(wm)).transform(earliest_copies(self.p))
-        history = self.arrivals.history(lo - timedelta(seconds=self.p.watermark_seconds))
+        delay = timedelta(seconds=self.p.watermark_seconds)
+        history = self.arrivals.history(lo - delay, hi + delay)
         return first_copies(self.p, on_time, history).transform(partial_aggregate(self.p))
 
     def compact(self, batch_id: int, steps: Steps) -> None:

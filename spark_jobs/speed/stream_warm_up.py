@@ -55,7 +55,8 @@ def warm_up(sink: Any, schema: Any, cfg: TidewaterConfig) -> None:
         started = time.monotonic()
         sink.stats(empty, wm)
         spark.table(naming.speed_partials_table(sink.p.name, sink.version)).limit(1).collect()
-        write_scratch(sink.speed_role.partials(sink.speed_role.keyed_events(empty), wm, wm), sink.p, sink.version, scratch, wm)
+        write_scratch(sink.speed_role.partials(sink.speed_role.keyed_events(empty), wm, wm, wm), sink.p, sink.version, scratch,
+                      wm)
         seconds.append(time.monotonic() - started)
     resolve_append_locations(sink)
     try:
@@ -88,7 +89,9 @@ def record_rounds(sink: Any, cfg: TidewaterConfig, wm: datetime, scratch: Any) -
             started = time.monotonic()
             stats = sink.stats(df, wm)
             lo = as_utc(stats["lo"]) if stats["lo"] is not None else wm
-            write_scratch(sink.speed_role.partials(sink.speed_role.keyed_events(df), wm, lo), sink.p, sink.version, scratch, wm)
+            hi = as_utc(stats["hi"]) if stats["hi"] is not None else lo
+            write_scratch(sink.speed_role.partials(sink.speed_role.keyed_events(df), wm, lo, hi), sink.p, sink.version,
+                          scratch, wm)
             seconds.append(time.monotonic() - started)
     finally:
         df.unpersist()

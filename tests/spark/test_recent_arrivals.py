@@ -1,0 +1,47 @@
+"""The dedup history's (re)load from bronze: kept in memory when bronze holds few events past the horizon,
+read by event-time range when it holds many (a replay from the earliest offsets), with the same answers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lakehouse.pipeline import load_pipeline
+from spark_jobs.speed import recent_arrivals
+from spark_jobs.speed.recent_arrivals import RecentArrivals
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+T0 = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+ARRIVALS = "event_id string, kafka_timestamp timestamp, kafka_partition int, kafka_offset bigint, event_time timestamp"
+
+
+def test_a_large_bronze_is_read_by_range_with_the_answers_of_one_kept_in_memory(spark: SparkSession,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    p = load_pipeline("sensor_readings")
+    events = [(f"e{i}", T0 + i * MINUTE, 0, i, T0 + i * MINUTE) for i in range(10)]
+    events.append(("e5", T0 + 20 * MINUTE, 1, 0, T0 + 5 * MINUTE))  # a later copy of e5
+    spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
+    (spark.createDataFrame(events, ARRIVALS).selectExpr("*", "to_date(event_time) AS event_date")
+     .write.mode("overwrite").saveAsTable("bronze.sensor_readings"))
+    answers = []
+    for in_memory_max, by_range in ((1_000, False), (5, True)):
+        monkeypatch.setattr(recent_arrivals, "IN_MEMORY_MAX", in_memory_max)
+        history = RecentArrivals(spark, p)
+        window = history.history(T0 + 2 * MINUTE, T0 + 6 * MINUTE)
+        assert (history.bronze_until is not None) == by_range and (not history.chunks) == by_range
+        found = sorted((r.event_id, r.kafka_offset) for r in window.collect())
+        assert found == [("e2", 2), ("e3", 3), ("e4", 4), ("e5", 0), ("e5", 5), ("e6", 6)]
+        later = T0 + 20 * MINUTE
+        history.add(history.keyed(spark.createDataFrame([("x", later, 0, 30, later, "s", 1.0)],
+                                                        f"{ARRIVALS}, sensor_id string, temperature double")),
+                    T0 + 10 * MINUTE, later)
+        assert history.bronze_until is None, "the watermark passed what was read from bronze"
+        after = sorted(r.event_id for r in history.history(T0 + 10 * MINUTE).collect())
+        answers.append((found, after))
+    assert answers[0] == answers[1] and answers[0][1] == ["x"]
