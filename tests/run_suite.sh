@@ -33,19 +33,23 @@ for module in "$it"/test_*.py; do  # a new module must be placed in a lane, neve
     exit 2
   fi
 done
+started=$SECONDS
 b_log=$(mktemp)
-"$pytest" -p no:cacheprovider "${lane_b[@]}" > "$b_log" 2>&1 &
+( "$pytest" -p no:cacheprovider "${lane_b[@]}"; status=$?; echo "lane B took $((SECONDS - started)) s"; exit $status ) > "$b_log" 2>&1 &
 b_pid=$!
 "$pytest" "${lane_a[@]}"
 a_status=$?
+a_took=$((SECONDS - started))
 wait "$b_pid"
 b_status=$?
 echo "── lane B: the light integration modules, JDBC, incremental batch, random streams, Kafka cluster, then"
 echo "   tests/spark and tests/unit (ran beside the run above; exit $b_status) ──"
 cat "$b_log"
 rm -f "$b_log"
+phase_1_took=$((SECONDS - started))
 echo "── phase 2, alone: the quick benchmark and the quick soak ──"
 "$pytest" -p no:cacheprovider "${alone[@]}"
 alone_status=$?
-echo "tests: lane A exit $a_status, lane B exit $b_status, phase 2 exit $alone_status"
+echo "tests: lane A exit $a_status after $a_took s; lane B exit $b_status; phase 1 took $phase_1_took s," \
+     "phase 2 exit $alone_status after $((SECONDS - started - phase_1_took)) s"
 [ "$a_status" -eq 0 ] && [ "$b_status" -eq 0 ] && [ "$alone_status" -eq 0 ]
