@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
                         "full as history grows)")
     p.add_argument("--many-modes", type=many_modes, metavar="M,...",
                    help=f"scenario 10's speed-layer modes instead of the size's ({', '.join(MANY_MODES)}; the quick "
-                        "size runs all but cluster)")
+                        "size runs shared only)")
     p.add_argument("--keep-data", action="store_true", help="keep the temporary data folder for inspection")
     return p
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-# scenario 10's speed-layer modes (benchmarks/s10_many_pipelines.py); the quick size leaves out the cluster
+# scenario 10's speed-layer modes (benchmarks/s10_many_pipelines.py); the quick size runs the first only
 MANY_MODES = ("shared", "per_pipeline", "cluster")
 
 
