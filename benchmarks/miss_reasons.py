@@ -60,7 +60,7 @@ def replay(r: Result) -> str:
     text = f"why: over scenario 1's {first['records']:,} records {first['events_per_s']:,} events/s ({same:.2f}x catch-up)"
     if later:
         top = sorted(later["steps_s"].items(), key=lambda kv: -kv[1])[:3]
-        text += (f"; over the {later['records']:,} later ones, sent live (densest event-time minute "
+        text += (f"; over the {later['records']:,} later ones (densest event-time minute in bronze "
                  f"{later['densest_event_minute']:,} events against {first['densest_event_minute']:,}), "
                  f"{later['events_per_s']:,} events/s, median micro-batch {later['median_batch_s']:.1f} s against "
                  f"{first['median_batch_s']:.1f} s; most seconds in " + ", ".join(f"{k} {v:.0f} s" for k, v in top))

@@ -112,5 +112,6 @@ def test_a_missed_goal_names_its_reason_from_the_same_result_and_a_met_one_does_
     found = latest(replay, [("20261201T000000Z-full", bench("full", "a" * 40, result))])
     assert found and found[2][0] == (
         "50,000 events/s over 9,000,000 records; why: over scenario 1's 5,000,000 records 180,000 events/s (1.60x "
-        "catch-up); over the 4,000,000 later ones, sent live (densest event-time minute 600,000 events against 60,000), "
+        "catch-up); over the 4,000,000 later ones (densest event-time minute in bronze 600,000 events against 60,000), "
         "30,000 events/s, median micro-batch 16.0 s against 2.6 s; most seconds in plan 90 s, speed 30 s, parse 20 s")
+    assert found[2][1] == "0.450x catch-up (1.600x over scenario 1's own records)"
