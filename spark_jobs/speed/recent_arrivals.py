@@ -28,7 +28,7 @@ writers added before the load), and every future micro-batch's horizon starts at
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 from typing import Any
 
@@ -85,10 +85,15 @@ class RecentArrivals:
             self.chunks, self.since, self.bronze_until = [], since, latest
 
     def _bronze(self, since: datetime, until: datetime | None) -> Any:
+        """Bronze's valid events in ``[since, until]``, as plain literals so that the scan skips files and
+        ``event_date`` partitions (``batch_values`` columns are never pushed into a scan). ``event_date``
+        is the UTC date: the bounds' dates are taken in UTC, whatever zone an aware bound carries."""
         from pyspark.sql import functions as F
 
+        since = _in_utc(since)
         where = (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date()))
         if until is not None:
+            until = _in_utc(until)
             where = where & (F.col("event_time") <= F.lit(until)) & (F.col("event_date") <= F.lit(until.date()))
         return self.spark.table(naming.table("bronze", self.p.name)).where(where).select(*self.columns)
 
@@ -139,3 +144,10 @@ class RecentArrivals:
             return keyed.localCheckpoint(eager=True) if checkpoint else keyed
         finally:
             session.conf.set("spark.sql.adaptive.enabled", adaptive)
+
+
+def _in_utc(at: datetime) -> datetime:
+    """``at`` in UTC; a naive value is refused (it would be read in the host's zone)."""
+    if at.tzinfo is None:
+        raise ValueError(f"the dedup history takes timezone-aware datetimes, not the naive {at}: use infra.utc.as_utc")
+    return at.astimezone(UTC)

@@ -3,7 +3,7 @@ read by event-time range when it holds many (a replay from the earliest offsets)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 import pytest
@@ -52,3 +52,24 @@ def _same_answers_both_ways(spark: SparkSession, p: Pipeline, monkeypatch: pytes
         after = sorted(r.event_id for r in history.history(T0 + 10 * MINUTE).collect())
         answers.append((found, after))
     assert answers[0] == answers[1] and answers[0][1] == ["x"]
+
+
+def test_a_bound_in_another_zone_reads_the_utc_dates_partitions(spark: SparkSession) -> None:
+    """``event_date`` is bronze's UTC date: a bound given at +05:30 just before UTC midnight (already the next
+    day there) still reads the events of the UTC day before; a naive bound is refused."""
+    p = load_pipeline("sensor_readings")
+    night = datetime(2026, 1, 1, 23, 50, tzinfo=UTC)
+    events = [(f"n{i:02d}", night + i * MINUTE, 0, i, night + i * MINUTE) for i in range(20)]  # to 00:09 on 2 January
+    spark.sql("CREATE DATABASE IF NOT EXISTS bronze")
+    (spark.createDataFrame(events, ARRIVALS).selectExpr("*", "to_date(event_time) AS event_date")
+     .write.mode("overwrite").partitionBy("event_date").saveAsTable("bronze.sensor_readings"))
+    try:
+        kolkata = timezone(timedelta(hours=5, minutes=30))
+        since = (night + 5 * MINUTE).astimezone(kolkata)  # 23:55 UTC on 1 January, 05:25 on 2 January there
+        assert since.date() != (night + 5 * MINUTE).date()
+        found = sorted(r.event_id for r in RecentArrivals(spark, p).history(since).collect())
+        assert found == [f"n{i:02d}" for i in range(5, 20)]
+        with pytest.raises(ValueError, match="timezone-aware"):
+            RecentArrivals(spark, p).history(datetime(2026, 1, 1, 23, 55))
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bronze.sensor_readings")
