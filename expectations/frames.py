@@ -53,7 +53,7 @@ def table_frame(spark: SparkSession, kind: str, table: str, p: Pipeline, rows: D
 
 
 def quarantine_rate_frame(spark: SparkSession, p: Pipeline, quarantine_table: str) -> DataFrame:
-    bronze_rows = _count(spark, naming.table("bronze", p.name))
+    bronze_rows = _count(spark, p.tables.bronze)
     quarantine_rows = _count(spark, quarantine_table)
     total = bronze_rows + quarantine_rows
     rate = quarantine_rows / total if total else 0.0
@@ -69,8 +69,8 @@ def serving_gap_frame(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, se
     grain = list(p.grain)
     serving = spark.table(serving_table).select(*grain)
     expected = None
-    if cutoff is not None and cfg.mode != "kappa" and _exists(spark, naming.table("batch", p.name)):
-        expected = spark.table(naming.table("batch", p.name)).where(F.col("window_end") <= F.lit(cutoff)).select(*grain)
+    if cutoff is not None and cfg.mode != "kappa" and _exists(spark, p.tables.batch):
+        expected = spark.table(p.tables.batch).where(F.col("window_end") <= F.lit(cutoff)).select(*grain)
     speed_name = naming.speed_table(p.name, active_version(cfg, p.name))
     if _exists(spark, speed_name):
         speed = spark.table(speed_name)

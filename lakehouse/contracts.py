@@ -108,7 +108,7 @@ def result_columns(p: Pipeline) -> list[str]:
 def bronze(p: Pipeline) -> Contract:
     """Every valid event exactly once, with its Kafka position: the master dataset."""
     return Contract(
-        naming.table("bronze", p.name),
+        p.tables.bronze,
         (*_event_columns(p), ("event_time", "timestamp"), *KAFKA_META, ("event_date", "date")),
         grain=("kafka_topic", "kafka_partition", "kafka_offset"), partitioned_by=("event_date",), owner=p.owner,
         properties=(("delta.enableChangeDataFeed", "true"), ("delta.appendOnly", "true"), *STREAMED),
@@ -118,7 +118,7 @@ def bronze(p: Pipeline) -> Contract:
 def quarantine(p: Pipeline) -> Contract:
     """Every unusable record with its raw value and the reason it was rejected."""
     return Contract(
-        naming.table("quarantine", p.name),
+        p.tables.quarantine,
         (("raw_value", "string"), *KAFKA_META[:4], ("reason_code", "string"), ("reason", "string"),
          ("ingest_time", "timestamp")),
         grain=("kafka_topic", "kafka_partition", "kafka_offset"), owner=p.owner, properties=STREAMED,
@@ -177,7 +177,7 @@ def late(p: Pipeline) -> Contract:
     ``window_key`` is the reconciliation ledger's (``ops.reconciliation``): the join key beside the window."""
     keys = tuple((k, FIELD_TYPES[p.schema[k]]) for k in p.keys)
     return Contract(
-        naming.table("late", p.name),
+        p.tables.late,
         ((p.event_id, "string"), *keys, ("event_time", "timestamp"), ("arrival_time", "timestamp"),
          ("ingest_time", "timestamp"), *KAFKA_META[:3], ("watermark", "timestamp"), ("lateness_ms", "bigint"),
          ("window_key", "string"), ("window_start", "timestamp"), ("window_end", "timestamp"), ("batch_id", "bigint"),
@@ -192,7 +192,7 @@ def alerts(p: Pipeline) -> Contract:
     from the pattern, the key and the matched events' ids, so a recomputed alert is the same row. Times of
     the matched events in their order, the watermark the alert was decided at, and the first emission."""
     return Contract(
-        naming.table("alerts", p.name),
+        p.tables.alerts,
         (("alert_id", "string"), ("pattern", "string"), ("kind", "string"), ("key", "string"),
          ("event_ids", "array<string>"), ("event_times", "array<timestamp>"), ("first_event_time", "timestamp"),
          ("last_event_time", "timestamp"), ("watermark", "timestamp"), ("emitted_at", "timestamp"), ("batch_id", "bigint")),
@@ -210,7 +210,7 @@ def batch(p: Pipeline) -> Contract:
     """Exact windowed results recomputed from bronze, for windows ending at or before the cutoff, with
     what ``serving.<p>`` shows beside them, decided at publish (``SERVED_COLUMNS``): the view reads this
     table itself, so a publish writes one table, not a copy for serving."""
-    return Contract(naming.table("batch", p.name), (*computed_batch_columns(p), *SERVED_COLUMNS),
+    return Contract(p.tables.batch, (*computed_batch_columns(p), *SERVED_COLUMNS),
                     grain=p.grain, owner=p.owner, properties=(*MERGED, defined_by(p)))
 
 

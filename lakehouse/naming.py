@@ -22,6 +22,7 @@ Layout under ``data_dir``::
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
@@ -37,6 +38,24 @@ def table(layer: str, pipeline: str) -> str:
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}; expected one of {LAYERS}")
     return f"{layer}.{pipeline}"
+
+
+@dataclass(frozen=True)
+class Tables:
+    """One pipeline's table names, a field per layer (``table``): built once from the pipeline
+    (``Pipeline.tables``) and passed along with it. A speed version's table is ``speed_table``."""
+
+    bronze: str
+    quarantine: str
+    late: str
+    alerts: str
+    batch: str
+    serving: str
+
+
+def tables(pipeline: str) -> Tables:
+    """The names of ``pipeline``'s tables."""
+    return Tables(**{layer: table(layer, pipeline) for layer in ("bronze", "quarantine", "late", "alerts", "batch", "serving")})
 
 
 def speed_table(pipeline: str, version: int = 1) -> str:

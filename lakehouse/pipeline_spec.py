@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lakehouse import naming
 from lakehouse.alert_spec import AlertPattern
 
 FIELD_TYPES = {"string": "string", "long": "bigint", "int": "int", "double": "double", "boolean": "boolean"}
@@ -92,6 +93,11 @@ class Pipeline:
     @property
     def future_skew_seconds(self) -> int:
         return duration_seconds(self.max_future_skew)
+
+    @property
+    def tables(self) -> naming.Tables:
+        """This pipeline's table names (``lakehouse.naming``)."""
+        return naming.tables(self.name)
 
     @property
     def grain(self) -> tuple[str, ...]:

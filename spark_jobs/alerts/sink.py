@@ -35,7 +35,7 @@ class AlertSink:
 
     def __init__(self, spark: Any, cfg: TidewaterConfig, p: Pipeline, checkpoint: Path) -> None:
         self.spark, self.bootstrap = spark, cfg.kafka.bootstrap
-        self.table, self.topic = naming.table("alerts", p.name), naming.alerts_topic(p.topic)
+        self.table, self.topic = p.tables.alerts, naming.alerts_topic(p.topic)
         self.columns = contracts.alerts(p).column_names
         self.rerun_of = uncommitted_batch(checkpoint)
         self.stored_until_ms = self._last_stored_ms() if is_new(checkpoint) else None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakehouse import naming
 from lakehouse.errors import NothingToDo, TidewaterError
 from lakehouse.pipeline import Pipeline
 from spark_jobs.analysis.whatif_report import duration_text, suggested
@@ -34,7 +33,7 @@ def analyse(spark: Any, p: Pipeline, delays: list[int], target: float, batches_m
     if batches_model == "trigger" and trigger_seconds <= 0:
         raise TidewaterError("whatif: spark.trigger_seconds is 0 (micro-batches back to back), so --batches trigger "
                              "has no interval to model; use --batches recorded or set spark.trigger_seconds")
-    table = naming.table("bronze", p.name)
+    table = p.tables.bronze
     if not spark.catalog.tableExists(table):
         raise NothingToDo(f"whatif: {table} does not exist yet; start the speed job ('tidewater speed start "
                           f"{p.name}') and let it ingest events first")

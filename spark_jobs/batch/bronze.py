@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from lakehouse import naming
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import NothingToDo
 from lakehouse.pipeline import Pipeline
@@ -27,7 +26,7 @@ def bronze_snapshot(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> t
     """Bronze's newest version and the frame of that snapshot. The version comes from the table's log
     folder (the newest commit file, as ``snapshot_stats`` reads it), not from ``DESCRIBE HISTORY``: a
     Spark job of 0.4-0.8 s per run on 2 busy cores; Spark's answer only where there is no log folder."""
-    table = naming.table("bronze", p.name)
+    table = p.tables.bronze
     version = latest_version(table_path(cfg, table))
     if version < 0:
         version = table_version(spark, table)
@@ -37,7 +36,7 @@ def bronze_snapshot(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline) -> t
 def bronze_changes(spark: SparkSession, p: Pipeline, after: int, upto: int) -> DataFrame:
     """Rows inserted into bronze in versions ``after+1 .. upto`` (Change Data Feed)."""
     df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", after + 1)
-          .option("endingVersion", upto).table(naming.table("bronze", p.name)))
+          .option("endingVersion", upto).table(p.tables.bronze))
     return df.where("_change_type = 'insert'").drop("_change_type", "_commit_version", "_commit_timestamp")
 
 
@@ -46,7 +45,7 @@ def changes_gone(cfg: TidewaterConfig, p: Pipeline, after: int, upto: int) -> st
     a commit's log file was cleaned up, or a data file such a commit added is gone (VACUUM removes the
     files a compaction replaced once they are older than its retention). Read from the Delta log and the
     file system, so an incremental run falls back to a full one before any Spark job fails on it."""
-    root = table_path(cfg, naming.table("bronze", p.name))
+    root = table_path(cfg, p.tables.bronze)
     missing = 0
     for version in range(after + 1, upto + 1):
         log = root / "_delta_log" / f"{version:020d}.json"
@@ -67,7 +66,7 @@ def snapshot_stats(cfg: TidewaterConfig, p: Pipeline, version: int) -> dict[str,
     """Rows, latest event time and latest arrival of bronze at ``version``, from its Delta log's file
     statistics instead of a scan (exact: both columns hold whole milliseconds, which is what Delta's
     statistics keep); None when the log cannot tell."""
-    found = log_stats(table_path(cfg, naming.table("bronze", p.name)), version, ["event_time", "kafka_timestamp"])
+    found = log_stats(table_path(cfg, p.tables.bronze), version, ["event_time", "kafka_timestamp"])
     if found is None:
         return None
     return {"n": found["num_records"], "top": found["event_time"], "arrived": found["kafka_timestamp"]}
@@ -82,7 +81,7 @@ def batch_cutoff(max_event_time: datetime, max_arrival: datetime | None, latenes
 
 
 def bronze_empty(p: Pipeline) -> NothingToDo:
-    return NothingToDo(f"batch: {naming.table('bronze', p.name)} is empty; start the speed layer "
+    return NothingToDo(f"batch: {p.tables.bronze} is empty; start the speed layer "
                        f"('tidewater speed start {p.name}') and produce events first")
 
 
@@ -90,7 +89,7 @@ def require_bronze_rows(cfg: TidewaterConfig, p: Pipeline) -> None:
     """Spark-free: NothingToDo when bronze has no live data file (or does not exist yet), read from
     its ``_delta_log``, so an empty pipeline's run ends in milliseconds, before any JVM or the job
     service is reached. A table with files goes on to ``_stage``, whose row count decides."""
-    if not live_files(table_path(cfg, naming.table("bronze", p.name))):
+    if not live_files(table_path(cfg, p.tables.bronze)):
         raise bronze_empty(p)
 
 
@@ -99,7 +98,7 @@ def require_bronze_change(cfg: TidewaterConfig, p: Pipeline) -> None:
     read (its log folder against ``ops.batch_runs``' files), so an hourly run of an idle pipeline ends in
     milliseconds instead of staging, auditing and recording a run of no windows. Nothing can differ: the
     new events and the cutoff both come from bronze. A commit that adds no rows (OPTIMIZE) still runs."""
-    bronze = naming.table("bronze", p.name)
+    bronze = p.tables.bronze
     version = latest_version(table_path(cfg, bronze))
     # runs publish in staging order and each reads the newest bronze, so a published run at this version
     # is the latest published run (no timestamps read: they would cost pandas' import)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakehouse import contracts, naming
+from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
@@ -28,7 +28,7 @@ SHAPE_ONLY = ("window.", "event_time:", "event_id:")  # changes that leave the t
 def require_one_definition(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, incremental: bool) -> None:
     """Refuse (one line naming the change and the command) a run the tables beside it cannot take."""
     if incremental:
-        definition_guard.require_same(cfg, naming.table("batch", p.name), p,
+        definition_guard.require_same(cfg, p.tables.batch, p,
                                 f"recompute it with 'tidewater batch {p.name} --full'")
     speed = contracts.storage_table(p, active_version(cfg, p.name))
     columns = [c for c in definition_guard.mismatch(cfg, speed, p) if not c.startswith(SHAPE_ONLY)]

@@ -101,7 +101,7 @@ def compute_stage(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, full: 
         cutoff = max(as_utc(cutoff), old_cutoff)
         new_events = (bronze_changes(spark, p, previous, version) if version > previous
                       else snapshot.limit(0)).persist()
-        published = spark.table(naming.table("batch", p.name))
+        published = spark.table(p.tables.batch)
         increment = incremental_rows(p, published, snapshot, new_events, old_cutoff, cutoff, steps)
         increment.cached.append(new_events)
         upserts, deletes, way, release = increment.upserts, increment.deletes, increment.way, increment.release

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from lakehouse import contracts, naming
+from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
 from lakehouse.contracts import Contract
 from lakehouse.errors import TidewaterError
@@ -46,7 +46,7 @@ class BatchTables(NamedTuple):
 
     @classmethod
     def of(cls, p: Pipeline) -> BatchTables:
-        return cls(contracts.batch_staging(p), contracts.batch(p), naming.table("serving", p.name))
+        return cls(contracts.batch_staging(p), contracts.batch(p), p.tables.serving)
 
 
 def merge_staged(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: BatchRun, tables: BatchTables,

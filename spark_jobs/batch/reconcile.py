@@ -68,22 +68,22 @@ def ledger_inputs(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run: B
     add_missing_columns(spark, contracts.RECONCILIATION)
     speed_version = active_version(cfg, p.name)
     contracts.ensure(spark, contracts.speed(p, speed_version))
-    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, speed_version), p)
+    apart = definition_guard.apart(cfg, p.tables.batch, contracts.storage_table(p, speed_version), p)
     if apart:  # windows of two definitions: every one would count as a difference
         print(f"reconcile: no ledger for run {run.run_id}: {apart}", file=sys.stderr, flush=True)
         return None
-    staged = spark.table(naming.table("batch", p.name)).where(f"run_id = '{run.run_id}'").persist()
+    staged = spark.table(p.tables.batch).where(f"run_id = '{run.run_id}'").persist()
     span = staged.agg(F.min("window_start").alias("lo"), F.max("window_end").alias("hi")).collect()[0]
     if span["lo"] is None:
         staged.unpersist()
         return None
     in_span = (F.col("event_time") >= F.lit(span["lo"])) & (F.col("event_time") < F.lit(span["hi"]))
-    bronze = spark.read.option("versionAsOf", run.bronze_version).table(naming.table("bronze", p.name)).where(in_span)
+    bronze = spark.read.option("versionAsOf", run.bronze_version).table(p.tables.bronze).where(in_span)
     if run.mode == "incremental" and not kind_of(p.window).keeps_state:  # the staged windows' events only
         bronze = incremental.in_windows(p, bronze, staged.select(*p.grain))
     return {"staged": staged, "speed": spark.table(naming.speed_table(p.name, speed_version)), "bronze": bronze,
-            "quarantine": spark.table(naming.table("quarantine", p.name)),
-            "late": spark.table(naming.table("late", p.name)).where(f"speed_version = {int(speed_version)}")}
+            "quarantine": spark.table(p.tables.quarantine),
+            "late": spark.table(p.tables.late).where(f"speed_version = {int(speed_version)}")}
 
 
 def record_ledger(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, run_id: str | None) -> int:

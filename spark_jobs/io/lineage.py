@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakehouse import contracts, naming
+from lakehouse import contracts
 from lakehouse.config import TidewaterConfig
 from lakehouse.errors import TidewaterError
 from lakehouse.pipeline import Pipeline
@@ -158,8 +158,8 @@ def stream_floors(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, versio
         return json.loads(saved.read_text()), None
     floors: dict[str, dict[str, int] | None] = {}
     if "ingest" in roles:
-        floors.update(ingest_floors(held_offsets(spark, [naming.table("bronze", p.name)], p.topic),
-                                    held_offsets(spark, [naming.table("quarantine", p.name)], p.topic)))
+        floors.update(ingest_floors(held_offsets(spark, [p.tables.bronze], p.topic),
+                                    held_offsets(spark, [p.tables.quarantine], p.topic)))
     if "speed" in roles:
         floors["speed"] = taken_over
         if taken_over is None:

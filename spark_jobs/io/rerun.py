@@ -46,7 +46,7 @@ def committed_writes(spark: Any, p: Pipeline, version: int, lineage: str, batch_
         if position is not None and _exists(spark, naming.table(sink, p.name), _record_at(position)):
             done.add(sink)
     late = stats["late_at"]
-    if late is not None and _exists(spark, naming.table("late", p.name),
+    if late is not None and _exists(spark, p.tables.late,
                                     f"speed_version = {int(version)} AND {_record_at(late)}"):
         done.add("late")
     if partials_written(spark, p, version, lineage, batch_id):

@@ -78,7 +78,7 @@ def served_select(p: Pipeline, speed_table: str, batch_rows: str, batch_version:
     on = " AND ".join(f"b.`{c}` <=> s.`{c}`" for c in p.grain)
     batch_cols = ", ".join(f"b.`{c}`" for c in cols)
     return (f"SELECT {batch_cols}, CASE WHEN {_differs(p)} THEN 'corrected' ELSE 'final' END AS finality, "
-            f"concat('{naming.table('batch', p.name)} v{batch_version} (run ', b.run_id, ', bronze v', b.bronze_version, "
+            f"concat('{p.tables.batch} v{batch_version} (run ', b.run_id, ', bronze v', b.bronze_version, "
             f"')') AS as_of{extra} FROM {batch_rows} b LEFT JOIN {speed_table} s ON {on}")
 
 
@@ -104,7 +104,7 @@ def view_sql(p: Pipeline, mode: str, speed_version: int, cutoff: datetime | None
     cut = sql_timestamp(cutoff or EPOCH)
     served = ", ".join(f"b.`{c}`" for c, _ in contracts.SERVED_COLUMNS)
     batch_cols = ", ".join(f"b.`{c}`" for c in cols)
-    return (f"SELECT {batch_cols}, 'batch' AS source, {served} FROM {relation(naming.table('batch', p.name))} b "
+    return (f"SELECT {batch_cols}, 'batch' AS source, {served} FROM {relation(p.tables.batch)} b "
             f"WHERE b.window_end <= {cut} "
             f"UNION ALL SELECT {speed_cols}, 'speed' AS source, 'provisional' AS finality, {speed_as_of} "
             f"WHERE s.window_end > {cut}")
@@ -132,7 +132,7 @@ def add_served_columns(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, s
     batch lock (``locked``: the caller holds it), so that no publish numbers its commit meanwhile."""
     from pyspark.sql import functions as F
 
-    table = naming.table("batch", p.name)
+    table = p.tables.batch
     key = (spark.sparkContext.applicationId, table)
     if key in _SERVED_CHECKED:
         return
@@ -164,16 +164,16 @@ def refresh_view(spark: SparkSession, cfg: TidewaterConfig, p: Pipeline, speed_v
         contracts.ensure(spark, contracts.speed(p, version))
         mode = "lambda" if lambda_mode and one_definition(cfg, p, version) else "kappa"
         select = view_sql(p, mode, version, cutoff, lambda t: delta_relation(cfg, t))
-        return replace_view(spark, naming.table("serving", p.name), select)
+        return replace_view(spark, p.tables.serving, select)
 
 
 def one_definition(cfg: TidewaterConfig, p: Pipeline, version: int) -> bool:
     """Whether ``batch.<p>`` and speed version ``version`` hold windows of one definition: only then does
     ``serving.<p>`` merge them. Otherwise it shows the speed layer alone, as in Kappa mode, and says so
     on stderr, until both are rebuilt under one definition: the view never shows two at once."""
-    apart = definition_guard.apart(cfg, naming.table("batch", p.name), contracts.storage_table(p, version), p)
+    apart = definition_guard.apart(cfg, p.tables.batch, contracts.storage_table(p, version), p)
     if apart:
-        print(f"serving: {naming.table('serving', p.name)} shows the speed layer only: {apart}",
+        print(f"serving: {p.tables.serving} shows the speed layer only: {apart}",
               file=sys.stderr, flush=True)
     return not apart
 

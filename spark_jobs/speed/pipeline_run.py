@@ -76,7 +76,7 @@ def acquire_locks(cfg: TidewaterConfig, pipeline: str, version: int, which: list
 def ensure_serving_view(spark: Any, cfg: TidewaterConfig, p: Pipeline, version: int, which: list[str]) -> None:
     """Create ``serving.<p>`` when the active speed version starts and the view does not exist yet,
     so readers (and Kappa mode, which has no batch publish) find it from the first micro-batch."""
-    view = naming.table("serving", p.name)
+    view = p.tables.serving
     if "speed" in which and version == active_version(cfg, p.name) and not spark.catalog.tableExists(view):
         refresh_view(spark, cfg, p, speed_version=version)
 

@@ -33,7 +33,6 @@ from functools import reduce
 from typing import Any
 
 from infra.utc import as_utc
-from lakehouse import naming
 from lakehouse.pipeline import Pipeline
 from spark_jobs.speed import micro_batch_values as batch_values
 from spark_jobs.transforms.partials import ARRIVAL
@@ -95,7 +94,7 @@ class RecentArrivals:
         if until is not None:
             until = _in_utc(until)
             where = where & (F.col("event_time") <= F.lit(until)) & (F.col("event_date") <= F.lit(until.date()))
-        return self.spark.table(naming.table("bronze", self.p.name)).where(where).select(*self.columns)
+        return self.spark.table(self.p.tables.bronze).where(where).select(*self.columns)
 
     def start_from(self, arrivals: Any, since: datetime) -> None:
         """The history becomes ``arrivals`` (every valid event at or after ``since``; ``columns``)."""

@@ -40,9 +40,9 @@ def ingest_writer(p: Pipeline, checkpoint: Path, floors: dict[str, dict[str, int
         df = df.persist()
         try:
             idempotent_append(quarantined(lineage.from_floor(df, floors.get("quarantine"))),
-                              naming.table("quarantine", p.name), apps["quarantine"], batch_id)
+                              p.tables.quarantine, apps["quarantine"], batch_id)
             bronze = valid_events(lineage.from_floor(df, floors.get("ingest"))).withColumn("event_date", F.to_date("event_time"))
-            idempotent_append(bronze, naming.table("bronze", p.name), apps["bronze"], batch_id)
+            idempotent_append(bronze, p.tables.bronze, apps["bronze"], batch_id)
         finally:
             df.unpersist()
         cleanups[0].maybe_start(batch_id)

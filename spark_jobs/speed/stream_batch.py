@@ -156,10 +156,10 @@ class StreamBatch:
         done = self.done or set()
         if bad and "quarantine" not in done:  # an empty append would still cost a commit
             tagged_append(quarantined(from_floor(records, self.floors.get("quarantine"))),
-                          naming.table("quarantine", self.p.name), self.tag(batch_id))
+                          self.p.tables.quarantine, self.tag(batch_id))
         if "bronze" not in done:
             tagged_append(valid_events(records).withColumn("event_date", F.to_date("event_time")),
-                          naming.table("bronze", self.p.name), self.tag(batch_id))
+                          self.p.tables.bronze, self.tag(batch_id))
 
     def record(self, batch_id: int, meta: dict[str, Any], end: dict[str, Any], wm: datetime | None,
                rows: dict[str, tuple[int, int, int | None]], started: float) -> None:

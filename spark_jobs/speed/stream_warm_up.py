@@ -71,7 +71,7 @@ def resolve_append_locations(sink: Any) -> None:
     (``delta_io.tagged_append`` writes by location, looked up once per process)."""
     tables = [contracts.speed_partials(sink.p, sink.version).name, contracts.STREAM_PROGRESS.name]
     if "ingest" in sink.roles:
-        tables += [naming.table("bronze", sink.p.name), naming.table("quarantine", sink.p.name)]
+        tables += [sink.p.tables.bronze, sink.p.tables.quarantine]
     for table in tables:
         table_log_dir(sink.spark, table)
 
