@@ -6,8 +6,11 @@
 3. ``tidewater speed start``: the streaming job fills ``quarantine``, ``bronze`` and ``speed``; then
    five more minutes of events arrive, some later than the watermark (bronze keeps them, speed drops
    and counts them).
-4. ``tidewater batch``: exact windows from bronze, validated by Great Expectations, published.
-5. ``serving.sensor_readings`` and ``tidewater reconcile``: what changed between speed and batch.
+4. What the stream saw beyond its windows: the alerts of the pipeline's ``alerts:`` patterns
+   (``alerts.sensor_readings``), the late events the speed layer left out and why (``late.sensor_readings``),
+   and ``tidewater whatif``: the watermark delay these events call for.
+5. ``tidewater batch``: exact windows from bronze, validated by Great Expectations, published.
+6. ``serving.sensor_readings`` and ``tidewater reconcile``: what changed between speed and batch.
 
 The stack is left running for exploring (Airflow UI, JDBC, ``tidewater sql``); ``make down`` stops it.
 Run: ``python -m tidewater.demo [--events N]``.
@@ -52,17 +55,17 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config()
     started = time.monotonic()
 
-    step("1/5 start the local stack")
+    step("1/6 start the local stack")
     tidewater("up")
 
-    step("2/5 produce ten minutes of events: 3% out of order, 2% duplicates, 1% malformed")
+    step("2/6 produce ten minutes of events: 3% out of order, 2% duplicates, 1% malformed")
     start_ms = (int(time.time() * 1000) - 30 * 60_000) // 60_000 * 60_000
     first = args.events * 2 // 3
     tidewater("produce", PIPELINE, "--count", str(first), "--start-ms", str(start_ms),
               "--step-ms", f"{10 * 60_000 / first:.3f}", "--out-of-order", "0.03", "--duplicates", "0.02",
               "--malformed", "0.01")
 
-    step("3/5 speed layer: Kafka -> quarantine / bronze / speed (exactly once)")
+    step("3/6 speed layer: Kafka -> quarantine / bronze / speed (exactly once)")
     tidewater("speed", "start", PIPELINE)
     _wait(cfg)
     late = max(1, args.events // 50)
@@ -81,10 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     tidewater("sql", "SELECT sum(rows_dropped_by_watermark) AS late_rows_dropped_by_speed_watermark "
               "FROM ops.stream_progress WHERE pipeline = 'sensor_readings' AND query = 'speed'")
 
-    step("4/5 batch layer: exact windows from bronze, quality-gated, published atomically")
+    step("4/6 stream intelligence: pattern alerts, late events kept and explained, the watermark chosen from data")
+    tidewater("sql", "SELECT pattern, kind, count(*) AS alerts, min(first_event_time) AS first_seen, "
+              "max(last_event_time) AS last_seen FROM alerts.sensor_readings GROUP BY pattern, kind ORDER BY pattern")
+    tidewater("sql", "SELECT count(DISTINCT kafka_partition, kafka_offset) AS late_events, "
+              "round(avg(lateness_ms) / 1000) AS avg_lateness_s, max(lateness_ms) / 1000 AS max_lateness_s, "
+              "count(DISTINCT window_start) AS windows_missed FROM late.sensor_readings")
+    tidewater("whatif", PIPELINE, "--delays", "30s,1m,2m,5m,10m", check=False)  # exit 1: no delay within the target
+
+    step("5/6 batch layer: exact windows from bronze, quality-gated, published atomically")
     tidewater("batch", PIPELINE)
 
-    step("5/5 serving view and reconciliation")
+    step("6/6 serving view and reconciliation")
     tidewater("sql", "SELECT source, finality, count(*) AS windows, sum(event_count) AS events "
               "FROM serving.sensor_readings GROUP BY source, finality ORDER BY source, finality")
     tidewater("sql", "SELECT sensor_id, window_start, event_count, round(avg_temperature, 2) AS avg_t, source, "
@@ -101,10 +112,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _wait(cfg: TidewaterConfig) -> None:
-    if not wait_caught_up(cfg, load_pipeline(PIPELINE, cfg.pipelines), timeout=600):
+    p = load_pipeline(PIPELINE, cfg.pipelines)
+    queries = ("ingest", "speed", "alerts") if p.alerts else ("ingest", "speed")
+    if not wait_caught_up(cfg, p, queries=queries, timeout=600):
         raise SystemExit("tidewater: the speed layer did not catch up within 10 minutes; see "
                          f"'tidewater speed status {PIPELINE}' and its log")
-    time.sleep(2 * 5)  # two more triggers: the no-data batch that advances the watermark and finalizes windows
+    time.sleep(2 * 5)  # two more triggers: the no-data batch that advances the watermark, finalizes windows and fires alerts
 
 
 def _jdbc_url(cfg: TidewaterConfig) -> str:
