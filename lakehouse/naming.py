@@ -22,7 +22,7 @@ Layout under ``data_dir``::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from lakehouse.config import TidewaterConfig
@@ -55,7 +55,7 @@ class Tables:
 
 def tables(pipeline: str) -> Tables:
     """The names of ``pipeline``'s tables."""
-    return Tables(**{layer: table(layer, pipeline) for layer in ("bronze", "quarantine", "late", "alerts", "batch", "serving")})
+    return Tables(**{layer.name: table(layer.name, pipeline) for layer in fields(Tables)})
 
 
 def speed_table(pipeline: str, version: int = 1) -> str:
