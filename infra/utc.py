@@ -52,6 +52,14 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def aware_in_utc(value: datetime, taker: str) -> datetime:
+    """An aware ``value`` in UTC; a naive one is refused (it would be read in the host's zone). ``taker``
+    names the code that takes it, for the error."""
+    if value.tzinfo is None:
+        raise ValueError(f"{taker} takes a timezone-aware datetime, not the naive {value}: use infra.utc.as_utc")
+    return value.astimezone(UTC)
+
+
 def sql_timestamp(value: datetime) -> str:
     """A Spark SQL ``TIMESTAMP`` literal for the instant ``value``, with an explicit offset."""
     return f"TIMESTAMP '{as_utc(value).strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"

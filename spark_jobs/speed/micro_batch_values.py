@@ -21,14 +21,13 @@ from datetime import datetime
 from typing import Any
 
 from infra.py4j_lookups import jvm_class
+from infra.utc import aware_in_utc
 
 
 def timestamp(spark: Any, at: datetime) -> Any:
     """``at`` (to the millisecond; timezone-aware, since a naive datetime would be read in the host's
     zone) as a TIMESTAMP column outside the generated code."""
-    if at.tzinfo is None:
-        raise ValueError(f"batch_values.timestamp takes a timezone-aware datetime, not the naive {at}: use infra.utc.as_utc")
-    return _millis(spark, int(at.timestamp() * 1000))
+    return _millis(spark, int(aware_in_utc(at, "batch_values.timestamp").timestamp() * 1000))
 
 
 def whole_number(spark: Any, n: int) -> Any:

@@ -28,11 +28,11 @@ writers added before the load), and every future micro-batch's horizon starts at
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import reduce
 from typing import Any
 
-from infra.utc import as_utc
+from infra.utc import as_utc, aware_in_utc
 from lakehouse.pipeline import Pipeline
 from spark_jobs.speed import micro_batch_values as batch_values
 from spark_jobs.transforms.partials import ARRIVAL
@@ -89,10 +89,10 @@ class RecentArrivals:
         is the UTC date: the bounds' dates are taken in UTC, whatever zone an aware bound carries."""
         from pyspark.sql import functions as F
 
-        since = _in_utc(since)
+        since = aware_in_utc(since, "the dedup history")
         where = (F.col("event_time") >= F.lit(since)) & (F.col("event_date") >= F.lit(since.date()))
         if until is not None:
-            until = _in_utc(until)
+            until = aware_in_utc(until, "the dedup history")
             where = where & (F.col("event_time") <= F.lit(until)) & (F.col("event_date") <= F.lit(until.date()))
         return self.spark.table(self.p.tables.bronze).where(where).select(*self.columns)
 
@@ -144,9 +144,3 @@ class RecentArrivals:
         finally:
             session.conf.set("spark.sql.adaptive.enabled", adaptive)
 
-
-def _in_utc(at: datetime) -> datetime:
-    """``at`` in UTC; a naive value is refused (it would be read in the host's zone)."""
-    if at.tzinfo is None:
-        raise ValueError(f"the dedup history takes timezone-aware datetimes, not the naive {at}: use infra.utc.as_utc")
-    return at.astimezone(UTC)
